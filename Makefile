@@ -1,0 +1,50 @@
+# One target per job a person runs; `make help` lists them.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GO_TEST_FLAGS ?= -count=1
+FUZZTIME ?= 10s
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the Jumpstarter core's) and RBAC from markers.
+	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/jumpstarter/... output:crd:artifacts:config=config/crd/jumpstarter
+	$(CONTROLLER_GEN) rbac:roleName=exporterset-controller paths=./exporterset/... output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## Fail when generated files differ from what is committed.
+	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: run 'make generate manifests' and commit" >&2; exit 1; }
+
+.PHONY: envtest-bins
+envtest-bins: ## Build (once, cached) etcd, kube-apiserver, kubectl and kube-controller-manager.
+	@hack/envtest-bins/build.sh
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out" >&2; exit 1; }
+	go vet ./...
+
+.PHONY: test
+test: ## Build the control-plane binaries when missing, then run unit and integration tests.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-bins/build.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
+	@hack/fuzz.sh $(FUZZTIME)
+
+$(CONTROLLER_GEN):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	@mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
