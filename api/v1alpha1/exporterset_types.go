@@ -68,9 +68,9 @@ type ExporterSetSpec struct {
 	// +optional
 	RecycleStrategy RecycleStrategy `json:"recycleStrategy,omitempty"`
 
-	// Parameters are optional overrides deep-merged over the class parameters: objects merge
-	// key by key, a scalar or list here replaces the class value, and an explicit null deletes
-	// the key (JSON merge patch, RFC 7386).
+	// Parameters are optional overrides deep-merged over the class parameters.
+	// Objects merge key by key, a scalar or list here replaces the class value, and an
+	// explicit null deletes the key (JSON merge patch, RFC 7386).
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
@@ -174,8 +174,8 @@ type ExporterSetStatus struct {
 	// +optional
 	SurplusSince *metav1.Time `json:"surplusSince,omitempty"`
 
-	// Conditions represent the latest available observations of the ExporterSet state:
-	// Available, Progressing, Degraded and ScalingLimited.
+	// Conditions represent the latest available observations of the ExporterSet state.
+	// Types: Available, Progressing, Degraded and ScalingLimited.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
