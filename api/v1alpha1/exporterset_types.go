@@ -174,6 +174,12 @@ type ExporterSetStatus struct {
 	// +optional
 	SurplusSince *metav1.Time `json:"surplusSince,omitempty"`
 
+	// InstanceSequence counts the instances the set has created. Instance names derive from
+	// it and the set's UID, so a controller working from a stale cache computes a name it
+	// already created and cannot create the same instance twice.
+	// +optional
+	InstanceSequence int64 `json:"instanceSequence,omitempty"`
+
 	// Conditions represent the latest available observations of the ExporterSet state.
 	// Types: Available, Progressing, Degraded and ScalingLimited.
 	// +listType=map

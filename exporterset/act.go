@@ -1,0 +1,145 @@
+package exporterset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// act carries out the plan: remove, retire, restart, create, then configure and start the
+// live instances. It goes on after a failed step where the steps are independent, and
+// returns every error, so one bad instance does not stall the pool.
+func (r *Reconciler) act(ctx context.Context, p *pass) error {
+	var errs []error
+	done := map[string]bool{} // instances this pass retires or removes: not configured or started
+
+	for _, in := range p.plan.Remove {
+		done[in.Name()] = true
+		errs = append(errs, r.remove(ctx, p, in))
+	}
+	for _, in := range p.plan.Retire {
+		done[in.Name()] = true
+		errs = append(errs, r.retire(ctx, p, in))
+	}
+	for _, in := range p.obs.Strays {
+		if in.Deleting() || in.Leased() {
+			continue
+		}
+		done[in.Name()] = true
+		if in.Retiring() {
+			errs = append(errs, r.remove(ctx, p, in))
+		} else {
+			errs = append(errs, r.retire(ctx, p, in))
+		}
+	}
+	for _, in := range p.plan.RestartPods {
+		errs = append(errs, r.restartPods(ctx, p, in))
+	}
+	errs = append(errs, r.createInstances(ctx, p, p.plan.Create))
+
+	start := map[string]bool{}
+	for _, in := range p.plan.StartPods {
+		start[in.Name()] = true
+	}
+	for _, in := range p.obs.Instances {
+		if done[in.Name()] || in.Deleting() || in.Retiring() {
+			continue
+		}
+		errs = append(errs, r.configure(ctx, p, in, start[in.Name()]))
+	}
+	if len(p.credMissing) > 0 || p.caProblem != "" {
+		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
+	}
+	return errors.Join(errs...)
+}
+
+// createInstances creates n Exporters in slow-start batches (1, 2, 4, ...), as the
+// ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
+// not n. Creates within a batch run concurrently.
+func (r *Reconciler) createInstances(ctx context.Context, p *pass, n int32) error {
+	remaining := int(n)
+	for batch := min(1, remaining); batch > 0; batch = min(2*batch, remaining) {
+		names := make([]string, batch)
+		for i := range names {
+			names[i] = InstanceName(p.set.Name, string(p.set.UID), p.seq)
+			p.seq++
+		}
+		created, err := r.createBatch(ctx, p, names)
+		p.created += len(created)
+		remaining -= batch
+		if r.useExpectations {
+			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
+		}
+		r.metrics.countCreated(p.set.Namespace, p.set.Name, len(created))
+		if err != nil {
+			p.createErr = err
+			r.recorder.Eventf(p.set, nil, "Warning", EventCreateFailed, "Create", "creating instances: %v", err)
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (created []string, err error) {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.createParallelism)
+	for _, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			e := r.newExporter(p, name)
+			err := r.client.Create(ctx, e)
+			if apierrors.IsAlreadyExists(err) {
+				// An earlier reconcile on a staler cache made it: it is ours, not a new one.
+				err = nil
+			} else if err == nil {
+				r.recorder.Eventf(p.set, e, "Normal", EventCreated, "Create", "created instance %s", name)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+				return
+			}
+			created = append(created, name)
+		}()
+	}
+	wg.Wait()
+	return created, errors.Join(errs...)
+}
+
+func (r *Reconciler) newExporter(p *pass, name string) *jumpstarterv1alpha1.Exporter {
+	set := p.set
+	var annotations map[string]string
+	if a := set.Spec.Template.Metadata.Annotations; len(a) > 0 {
+		annotations = make(map[string]string, len(a))
+		for k, v := range a {
+			annotations[k] = v
+		}
+	}
+	return &jumpstarterv1alpha1.Exporter{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       set.Namespace,
+			Labels:          instanceLabels(set, p.hash),
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, vtv1alpha1.GroupVersion.WithKind("ExporterSet"))},
+		},
+		Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
+	}
+}
+
+// ignoreNotFound treats an object already gone as done.
+func ignoreNotFound(err error) error { return client.IgnoreNotFound(err) }

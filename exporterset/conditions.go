@@ -1,0 +1,92 @@
+package exporterset
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// conditions derives the four conditions from what the pass saw and did.
+func (r *Reconciler) conditions(p *pass) []metav1.Condition {
+	gen := p.set.Generation
+	cond := func(typ string, ok bool, reason, format string, args ...any) metav1.Condition {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...), ObservedGeneration: gen}
+	}
+	c, spec := p.counts, p.set.Spec
+	out := make([]metav1.Condition, 0, 4)
+
+	avail := c.AvailableReplicas >= spec.MinAvailableReplicas
+	switch {
+	case p.class != nil && p.class.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer && !p.blockedNow():
+		out = append(out, cond(vtv1alpha1.ConditionAvailable, c.Replicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
+			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas))
+	case avail:
+		out = append(out, cond(vtv1alpha1.ConditionAvailable, true, vtv1alpha1.ReasonWarmBufferMet,
+			"%d available, warm buffer %d", c.AvailableReplicas, spec.MinAvailableReplicas))
+	default:
+		out = append(out, cond(vtv1alpha1.ConditionAvailable, false, vtv1alpha1.ReasonWarmBufferNotMet,
+			"%d available, warm buffer %d", c.AvailableReplicas, spec.MinAvailableReplicas))
+	}
+
+	switch b := p.blocked; {
+	case b != nil:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, b.reason, "%s", b.message))
+	case p.caProblem != "":
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonCABundleMissing, "%s", p.caProblem))
+	case len(p.credMissing) > 0:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonCredentialsMissing, "%s", strings.Join(p.credMissing, "; ")))
+	case p.createErr != nil:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "creating instances: %v", p.createErr))
+	case p.podErr != nil:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "starting pods: %v", p.podErr))
+	case c.PodsFailed > 0:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonPodsFailing, "%d instance pods failed; they are being replaced", c.PodsFailed))
+	default:
+		out = append(out, cond(vtv1alpha1.ConditionDegraded, false, vtv1alpha1.ReasonAsExpected, "no problems"))
+	}
+
+	pl := p.plan
+	switch {
+	case p.blocked != nil:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, false, p.blocked.reason, "blocked: %s", p.blocked.message))
+	case pl.Create > 0:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonCreatingInstances, "creating %d instances (want %d)", pl.Create, pl.Wanted))
+	case len(pl.Retire) > 0 || len(pl.Remove) > 0:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonRetiringInstances, "retiring %d, removing %d instances", len(pl.Retire), len(pl.Remove)))
+	case p.waitingCreds > 0:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonWaitingForCredentials, "%d instances wait for the Jumpstarter controller's credential and endpoint", p.waitingCreds))
+	case c.UnavailableReplicas > 0:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonWaitingForInstances, "%d instances are not ready yet", c.UnavailableReplicas))
+	case pl.SurplusSince != nil:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonScaleDownCoolingDown, "surplus instances are retired at %s (scaleDownCooldown)", pl.SurplusSince.Add(durationOf(spec.ScaleDownCooldown)).UTC().Format("15:04:05Z")))
+	default:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonAsExpected, "pool is at its desired size"))
+	}
+
+	switch {
+	case pl == nil:
+		// Nothing was planned: keep what ScalingLimited said before.
+	case pl.Limited:
+		out = append(out, cond(vtv1alpha1.ConditionScalingLimited, true, vtv1alpha1.ReasonAtMaxReplicas, "wants %d instances, maxReplicas is %d", pl.Wanted, *spec.MaxReplicas))
+	default:
+		out = append(out, cond(vtv1alpha1.ConditionScalingLimited, false, vtv1alpha1.ReasonWithinLimits, "wants %d instances", pl.Wanted))
+	}
+	return out
+}
+
+func (p *pass) blockedNow() bool { return p.blocked != nil }
+
+func durationOf(d *metav1.Duration) (out time.Duration) {
+	if d != nil {
+		out = d.Duration
+	}
+	return out
+}

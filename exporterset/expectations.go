@@ -1,0 +1,108 @@
+package exporterset
+
+import (
+	"sync"
+	"time"
+)
+
+// expectationTimeout bounds how long an unobserved create or retirement is trusted; after it
+// the cache is believed again (as the ReplicaSet controller does), so a lost watch event
+// cannot stall a set forever.
+const expectationTimeout = 5 * time.Minute
+
+// expectations remembers, per set, the changes this process made that the cache may not show
+// yet: Exporters created and Exporters disabled for retirement. A reconcile running on a stale
+// cache counts them as done, so it neither creates an instance twice nor retires a second one.
+type expectations struct {
+	mu   sync.Mutex
+	sets map[string]*setExpectations
+}
+
+type setExpectations struct {
+	created  map[string]time.Time // Exporter name -> when created
+	retiring map[string]time.Time // Exporter name -> when disabled
+}
+
+func newExpectations() *expectations { return &expectations{sets: map[string]*setExpectations{}} }
+
+func (e *expectations) get(key string) *setExpectations {
+	s := e.sets[key]
+	if s == nil {
+		s = &setExpectations{created: map[string]time.Time{}, retiring: map[string]time.Time{}}
+		e.sets[key] = s
+	}
+	return s
+}
+
+// expectCreated records Exporters this reconcile created.
+func (e *expectations) expectCreated(key string, now time.Time, names ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.get(key)
+	for _, n := range names {
+		s.created[n] = now
+	}
+}
+
+// expectRetiring records Exporters this reconcile disabled for retirement.
+func (e *expectations) expectRetiring(key string, now time.Time, names ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.get(key)
+	for _, n := range names {
+		s.retiring[n] = now
+	}
+}
+
+// reconcile drops what obs shows (or what timed out) and applies the rest to it: it returns
+// how many created Exporters the cache does not show yet, and marks instances this process
+// disabled as retiring when the cache still shows them enabled.
+func (e *expectations) reconcile(key string, now time.Time, obs *Observation) int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sets[key]
+	if s == nil {
+		return 0
+	}
+	seen := map[string]*Instance{}
+	for _, in := range obs.Instances {
+		seen[in.Name()] = in
+	}
+	for _, in := range obs.Strays {
+		seen[in.Name()] = in
+	}
+	var pending int32
+	for name, at := range s.created {
+		if _, ok := seen[name]; ok || now.Sub(at) > expectationTimeout {
+			delete(s.created, name)
+			continue
+		}
+		pending++
+	}
+	for name, at := range s.retiring {
+		in, ok := seen[name]
+		if !ok || in.Retiring() || now.Sub(at) > expectationTimeout {
+			delete(s.retiring, name)
+			continue
+		}
+		// The cache lags our own patch: see the instance as we left it. Objects listed from
+		// the cache are copies, so this changes nothing shared.
+		if in.Exporter.Annotations == nil {
+			in.Exporter.Annotations = map[string]string{}
+		}
+		in.Exporter.Annotations[AnnotationRetiring] = at.UTC().Format(time.RFC3339)
+		disabled := false
+		in.Exporter.Spec.Enabled = &disabled
+	}
+	if len(s.created) == 0 && len(s.retiring) == 0 {
+		delete(e.sets, key)
+	}
+	return pending
+}
+
+// forget drops everything about a set (it was deleted).
+func (e *expectations) forget(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.sets, key)
+}

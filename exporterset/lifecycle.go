@@ -1,0 +1,232 @@
+package exporterset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// configure brings one live instance along its lifecycle: once the Jumpstarter controller
+// has issued its credential and endpoint, write (and keep in sync) its config Secret; then,
+// when the plan says so, start its Pod.
+func (r *Reconciler) configure(ctx context.Context, p *pass, in *Instance, start bool) error {
+	if !in.Credentialed() {
+		p.waitingCreds++
+		return nil
+	}
+	secret, err := r.syncConfigSecret(ctx, p, in)
+	if err != nil || secret == nil {
+		return err
+	}
+	if !start || in.HasPod() {
+		return nil
+	}
+	return r.startPod(ctx, p, in)
+}
+
+// syncConfigSecret writes the exporter config Secret when missing or different. It returns
+// nil without error when an input a person must provide is missing (reported in conditions).
+func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance) (*corev1.Secret, error) {
+	ca, err := r.caBundle(ctx, p)
+	if err != nil || ca == nil {
+		return nil, err
+	}
+	e := in.Exporter
+	token, err := r.token(ctx, p, e)
+	if err != nil || token == "" {
+		return nil, err
+	}
+	drivers, err := r.enrichDrivers(ctx, p, e)
+	if err != nil {
+		return nil, err
+	}
+	data, err := RenderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
+	if err != nil {
+		return nil, provisioner.Invalid(err)
+	}
+	name := ConfigSecretName(e.Name)
+	if s := in.ConfigSecret; s != nil {
+		if bytes.Equal(s.Data[provisioner.ExporterConfigFile], data) && s.Annotations[AnnotationCredential] == e.Status.Credential.Name {
+			return s, nil
+		}
+		updated := s.DeepCopy()
+		updated.Data = map[string][]byte{provisioner.ExporterConfigFile: data}
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[AnnotationCredential] = e.Status.Credential.Name
+		if err := r.client.Update(ctx, updated); err != nil {
+			return nil, ignoreConflict(fmt.Errorf("updating config secret %s: %w", name, err))
+		}
+		r.recorder.Eventf(p.set, updated, "Normal", EventConfigured, "Configure", "updated exporter config of %s", e.Name)
+		in.ConfigSecret = updated
+		return updated, nil
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            name,
+			Namespace:       e.Namespace,
+			Labels:          map[string]string{LabelSet: p.set.Name},
+			Annotations:     map[string]string{AnnotationCredential: e.Status.Credential.Name},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{provisioner.ExporterConfigFile: data},
+	}
+	if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating config secret %s: %w", name, err)
+	}
+	in.ConfigSecret = s
+	return s, nil
+}
+
+// caBundle returns the PEM bundle exporters trust, read once per pass. The ConfigMap is read
+// uncached: caching every ConfigMap of the cluster to watch one would cost memory.
+func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
+	if p.caProblem != "" {
+		return nil, nil
+	}
+	if p.ca != nil {
+		return p.ca, nil
+	}
+	name, key := DefaultCAConfigMap, DefaultCAKey
+	if ref := p.class.Spec.CABundleConfigMapRef; ref != nil {
+		name, key = ref.Name, ref.Key
+		if key == "" {
+			key = vtv1alpha1.DefaultCABundleKey
+		}
+	}
+	var cm corev1.ConfigMap
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: p.set.Namespace, Name: name}, &cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s not found", p.set.Namespace, name)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading CA bundle ConfigMap %s: %w", name, err)
+	}
+	ca, ok := cm.Data[key]
+	if !ok {
+		if b, bin := cm.BinaryData[key]; bin {
+			ca, ok = string(b), true
+		}
+	}
+	if !ok || ca == "" {
+		p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s has no key %q", p.set.Namespace, name, key)
+		return nil, nil
+	}
+	p.ca = []byte(ca)
+	return p.ca, nil
+}
+
+// token returns the exporter's token from the Jumpstarter credential Secret. The Secret is
+// not ours, so the label-restricted cache does not hold it at first: it is read once from the
+// API server and labelled, after which the cache holds and watches it (tokens rotate).
+func (r *Reconciler) token(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) (string, error) {
+	key := client.ObjectKey{Namespace: e.Namespace, Name: e.Status.Credential.Name}
+	var s corev1.Secret
+	err := r.client.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, key, &s)
+		if err == nil && s.Labels[LabelSet] != p.set.Name {
+			labelled := s.DeepCopy()
+			if labelled.Labels == nil {
+				labelled.Labels = map[string]string{}
+			}
+			labelled.Labels[LabelSet] = p.set.Name
+			if perr := r.client.Patch(ctx, labelled, client.MergeFrom(&s)); perr != nil && !apierrors.IsNotFound(perr) {
+				return "", fmt.Errorf("labelling credential secret %s: %w", key.Name, perr)
+			}
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s not found", key.Name, e.Name))
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading credential secret %s: %w", key.Name, err)
+	}
+	tok := string(s.Data[TokenKey])
+	if tok == "" {
+		p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s has no %q key", key.Name, e.Name, TokenKey))
+	}
+	return tok, nil
+}
+
+// enrichDrivers asks the provisioner for the instance's drivers, remembering the answer per
+// Exporter and spec hash: it is deterministic, and for a plugin it is a remote call.
+func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) ([]vtv1alpha1.DriverSpec, error) {
+	key := e.Namespace + "/" + e.Name
+	hash := p.hash + "/" + e.Labels[LabelSpecHash]
+	if v, ok := r.drivers.Load(key); ok && v.(driversEntry).hash == hash {
+		var out []vtv1alpha1.DriverSpec
+		if err := json.Unmarshal(v.(driversEntry).json, &out); err == nil {
+			return out, nil
+		}
+	}
+	drivers, err := p.prov.EnrichDrivers(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	if err != nil {
+		if provisioner.IsInvalid(err) {
+			p.podErr = err
+			return nil, nil
+		}
+		return nil, fmt.Errorf("enriching drivers of %s: %w", e.Name, err)
+	}
+	if b, err := json.Marshal(drivers); err == nil {
+		r.drivers.Store(key, driversEntry{hash: hash, json: b})
+	}
+	return drivers, nil
+}
+
+// startPod renders the instance Pod with the provisioner and creates it, owned by the
+// Exporter. Its name is the Exporter's, so a stale cache cannot start a second one.
+func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error {
+	e := in.Exporter
+	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	if err != nil {
+		if provisioner.IsInvalid(err) {
+			p.podErr = err
+			return nil
+		}
+		p.podErr = err
+		return fmt.Errorf("rendering pod of %s: %w", e.Name, err)
+	}
+	pod = pod.DeepCopy()
+	pod.Name, pod.GenerateName, pod.Namespace = e.Name, "", e.Namespace
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[LabelSet] = p.set.Name
+	pod.Labels[LabelSpecHash] = e.Labels[LabelSpecHash]
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
+	if err := r.client.Create(ctx, pod); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			p.podErr = err // the spec or a policy is wrong: a person must look
+		}
+		return fmt.Errorf("creating pod of %s: %w", e.Name, err)
+	}
+	in.Pods = append(in.Pods, pod)
+	r.recorder.Eventf(p.set, pod, "Normal", EventPodStarted, "Start", "started pod of instance %s", e.Name)
+	return nil
+}
+
+// ignoreConflict drops optimistic-concurrency conflicts: the next reconcile works from the
+// newer object.
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}

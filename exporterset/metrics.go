@@ -1,0 +1,115 @@
+package exporterset
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the reconciler's Prometheus series. A nil *metrics records nothing, so the
+// reconciler works without a registry.
+type metrics struct {
+	replicas, available, leased *prometheus.GaugeVec
+	created, retired, recycled  *prometheus.CounterVec
+	replacement                 prometheus.Histogram
+
+	mu sync.Mutex
+	// per set: exporters seen leased last time, exporters seen available, and release
+	// times waiting for an instance to become available again.
+	leasedLast    map[string]map[string]bool
+	availableLast map[string]map[string]bool
+	releases      map[string][]time.Time
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	labels := []string{"namespace", "exporterset"}
+	m := &metrics{
+		replicas:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_replicas", Help: "Exporters owned by the set."}, labels),
+		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_available_replicas", Help: "Ready, enabled and unleased exporters (the warm pool)."}, labels),
+		leased:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_leased_replicas", Help: "Exporters holding a lease."}, labels),
+		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_created_total", Help: "Instances created."}, labels),
+		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired by scale-down or rolling."}, labels),
+		recycled:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_recycled_total", Help: "Instances removed after their exporter exited at lease end."}, labels),
+		replacement: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "exporterset_lease_release_to_available_seconds",
+			Help:    "Time from a lease release to the pool having one more available instance.",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+		}),
+		leasedLast:    map[string]map[string]bool{},
+		availableLast: map[string]map[string]bool{},
+		releases:      map[string][]time.Time{},
+	}
+	if reg != nil {
+		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement)
+	}
+	return m
+}
+
+func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.replicas.WithLabelValues(ns, name).Set(float64(c.Replicas))
+	m.available.WithLabelValues(ns, name).Set(float64(c.AvailableReplicas))
+	m.leased.WithLabelValues(ns, name).Set(float64(c.LeasedReplicas))
+
+	key := ns + "/" + name
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	leased, available := map[string]bool{}, map[string]bool{}
+	for _, in := range instances {
+		if in.Leased() {
+			leased[in.Name()] = true
+		}
+		if in.Available() {
+			available[in.Name()] = true
+		}
+	}
+	for n := range m.leasedLast[key] {
+		if !leased[n] {
+			m.releases[key] = append(m.releases[key], now)
+		}
+	}
+	for n := range available {
+		if !m.availableLast[key][n] && len(m.releases[key]) > 0 {
+			m.replacement.Observe(now.Sub(m.releases[key][0]).Seconds())
+			m.releases[key] = m.releases[key][1:]
+		}
+	}
+	m.leasedLast[key], m.availableLast[key] = leased, available
+}
+
+// countCreated, countRetired and countRecycled add n to the counters (nil-safe).
+func (m *metrics) countCreated(ns, name string, n int) {
+	if m != nil && n > 0 {
+		m.created.WithLabelValues(ns, name).Add(float64(n))
+	}
+}
+
+func (m *metrics) countRetired(ns, name string, n int) {
+	if m != nil && n > 0 {
+		m.retired.WithLabelValues(ns, name).Add(float64(n))
+	}
+}
+
+func (m *metrics) countRecycled(ns, name string, n int) {
+	if m != nil && n > 0 {
+		m.recycled.WithLabelValues(ns, name).Add(float64(n))
+	}
+}
+
+func (m *metrics) forget(ns, name string) {
+	if m == nil {
+		return
+	}
+	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased} {
+		g.DeleteLabelValues(ns, name)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := ns + "/" + name
+	delete(m.leasedLast, key)
+	delete(m.availableLast, key)
+	delete(m.releases, key)
+}

@@ -1,0 +1,132 @@
+package exporterset
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// Observation is what one reconcile sees of a set, read from the cache.
+type Observation struct {
+	// Instances are the Exporters controlled by the set and matching its selector, with
+	// their Pods and config Secrets, sorted by name.
+	Instances []*Instance
+	// Strays are Exporters the set controls that no longer match its selector (the selector
+	// was edited); they are retired once unleased.
+	Strays []*Instance
+	// WaitingLeases are Leases that wait for an exporter and would match the set's instances.
+	WaitingLeases []*jumpstarterv1alpha1.Lease
+}
+
+// observe lists the set's objects. Every List error is returned: acting on a partial view
+// could create or retire the wrong instances.
+func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*Observation, error) {
+	ns := client.InNamespace(set.Namespace)
+	mine := client.MatchingLabels{LabelSet: set.Name}
+
+	var exporters jumpstarterv1alpha1.ExporterList
+	if err := r.client.List(ctx, &exporters, ns, mine); err != nil {
+		return nil, fmt.Errorf("listing exporters: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, ns, mine); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var secrets corev1.SecretList
+	if err := r.client.List(ctx, &secrets, ns, mine); err != nil {
+		return nil, fmt.Errorf("listing secrets: %w", err)
+	}
+	var leases jumpstarterv1alpha1.LeaseList
+	if err := r.client.List(ctx, &leases, ns); err != nil {
+		return nil, fmt.Errorf("listing leases: %w", err)
+	}
+
+	podsByOwner := map[types.UID][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Exporter" {
+			podsByOwner[ref.UID] = append(podsByOwner[ref.UID], p)
+		}
+	}
+	secretsByName := map[string]*corev1.Secret{}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		secretsByName[s.Name] = s
+	}
+
+	obs := &Observation{}
+	for i := range exporters.Items {
+		e := &exporters.Items[i]
+		ref := metav1.GetControllerOf(e)
+		if ref == nil || ref.UID != set.UID {
+			continue
+		}
+		in := &Instance{Exporter: e, Pods: podsByOwner[e.UID]}
+		if s := secretsByName[ConfigSecretName(e.Name)]; s != nil && isControlledBy(s, e.UID) {
+			in.ConfigSecret = s
+		}
+		if selector.Matches(labels.Set(e.Labels)) {
+			obs.Instances = append(obs.Instances, in)
+		} else {
+			obs.Strays = append(obs.Strays, in)
+		}
+	}
+	sortInstances(obs.Instances)
+	sortInstances(obs.Strays)
+
+	instanceLabels := labels.Set(instanceLabels(set, ""))
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if waitingFor(l, instanceLabels) {
+			obs.WaitingLeases = append(obs.WaitingLeases, l)
+		}
+	}
+	return obs, nil
+}
+
+// waitingFor reports whether lease waits for an exporter (not ended, not assigned, Pending)
+// and its selector matches exporters with these labels. Pinned leases (spec.exporterRef)
+// wait for one named exporter, which a new instance cannot be, so they add no demand.
+func waitingFor(l *jumpstarterv1alpha1.Lease, exporterLabels labels.Set) bool {
+	if l.Status.Ended || l.Spec.Release || l.Status.ExporterRef != nil || l.DeletionTimestamp != nil {
+		return false
+	}
+	if l.Spec.ExporterRef != nil && l.Spec.ExporterRef.Name != "" {
+		return false
+	}
+	if !apimeta.IsStatusConditionTrue(l.Status.Conditions, jumpstarterv1alpha1.LeaseConditionPending) {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&l.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return false // an empty selector matches everything; it is nobody's demand in particular
+	}
+	return sel.Matches(exporterLabels)
+}
+
+func isControlledBy(obj metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == uid
+}
+
+// instanceLabels are the labels of the set's Exporters: the template's plus ours.
+func instanceLabels(set *vtv1alpha1.ExporterSet, specHash string) map[string]string {
+	out := make(map[string]string, len(set.Spec.Template.Metadata.Labels)+2)
+	for k, v := range set.Spec.Template.Metadata.Labels {
+		out[k] = v
+	}
+	out[LabelSet] = set.Name
+	if specHash != "" {
+		out[LabelSpecHash] = specHash
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package exporterset
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+)
+
+// Option configures a Reconciler.
+type Option func(*Reconciler)
+
+// WithRecorder sends events (creates, retirements, recycles, errors) to rec. The default
+// discards them.
+func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
+
+// WithClock replaces the wall clock, for tests of the cooldown.
+func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
+
+// WithMetrics registers the reconciler's metrics with reg (e.g. controller-runtime's
+// metrics.Registry). The default registers none.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(r *Reconciler) { r.metrics = newMetrics(reg) }
+}
+
+// WithClaimUnknownProvisioners makes the reconciler report ProvisionerUnknown on sets whose
+// class names a provisioner it does not serve. Use it when this is the only controller;
+// without it such sets are left alone (another controller may serve them).
+func WithClaimUnknownProvisioners() Option { return func(r *Reconciler) { r.claimUnknown = true } }
+
+// WithMaxConcurrentReconciles sets how many sets are reconciled at once (default 4).
+func WithMaxConcurrentReconciles(n int) Option {
+	return func(r *Reconciler) {
+		if n > 0 {
+			r.maxConcurrent = n
+		}
+	}
+}
+
+// WithCreateParallelism bounds how many creates of one reconcile are in flight at once
+// (default 16).
+func WithCreateParallelism(n int) Option {
+	return func(r *Reconciler) {
+		if n > 0 {
+			r.createParallelism = n
+		}
+	}
+}
+
+// WithExpectations turns the in-memory create expectations on (the default) or off. Off
+// leaves only the deterministic instance names to stop a stale cache from over-creating;
+// tests use it to show each safeguard alone.
+func WithExpectations(on bool) Option { return func(r *Reconciler) { r.useExpectations = on } }
+
+// WithRetryInterval sets how soon a set waiting on something that is not watched (a CA
+// ConfigMap, a credential) is looked at again (default 10s).
+func WithRetryInterval(d time.Duration) Option {
+	return func(r *Reconciler) {
+		if d > 0 {
+			r.retryInterval = d
+		}
+	}
+}
+
+// WithControllerName names the controller (default "exporterset"), for several in one manager.
+func WithControllerName(name string) Option { return func(r *Reconciler) { r.name = name } }

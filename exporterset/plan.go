@@ -1,0 +1,197 @@
+package exporterset
+
+import (
+	"time"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// PlanInput is everything PlanScale decides from.
+type PlanInput struct {
+	// MinReplicas, MaxReplicas (0 = unbounded) and MinAvailableReplicas are the set's spec.
+	MinReplicas, MaxReplicas, MinAvailableReplicas int32
+	// Cooldown is the set's scaleDownCooldown.
+	Cooldown time.Duration
+	// Recycle is the set's recycleStrategy.
+	Recycle vtv1alpha1.RecycleStrategy
+	// Binding is the class's bindingMode.
+	Binding vtv1alpha1.BindingMode
+	// SpecHash is the hash of what instances are built from now.
+	SpecHash string
+	// Instances are the set's instances (Exporters being deleted included).
+	Instances []*Instance
+	// Expected is the number of instances created but not yet seen in the cache.
+	Expected int32
+	// Demand is the number of waiting Leases that would match the set's instances.
+	Demand int32
+	// Now is the current time.
+	Now time.Time
+	// SurplusSince is the cooldown clock from status; nil when there was no surplus.
+	SurplusSince *time.Time
+}
+
+// Plan is what one reconcile should do to move the pool towards its spec.
+type Plan struct {
+	// Wanted is how many serving-or-warm instances the set wants, before the ceiling.
+	Wanted int32
+	// Create is how many new instances to create now.
+	Create int32
+	// Retire are instances to disable now (surplus, excess over the ceiling, or outdated);
+	// they are removed once unleased.
+	Retire []*Instance
+	// Remove are unleased instances to delete (or release, under Retain) now: retiring
+	// ones and, under ExitAndReplace, those whose exporter exited.
+	Remove []*Instance
+	// RestartPods are instances (InPlaceReuse) whose terminal Pods are deleted so that a
+	// fresh Pod is started for the same Exporter.
+	RestartPods []*Instance
+	// StartPods are instances that should get a Pod now and have none.
+	StartPods []*Instance
+	// Limited is true when the set wants more instances than maxReplicas allows.
+	Limited bool
+	// SurplusSince is the new cooldown clock: nil without surplus.
+	SurplusSince *time.Time
+	// RequeueAfter is when the plan changes by itself (the cooldown ends); 0 for never.
+	RequeueAfter time.Duration
+}
+
+// PlanScale decides what to create, retire, remove and (re)start. It is pure.
+//
+// The floor and the warm buffer count live instances: enabled, not retiring, not recycled,
+// and built from the current spec. Leased instances are busy; the others, ready or still
+// starting, are warm. Wanted = max(minReplicas, busy + minAvailableReplicas + demand),
+// capped by maxReplicas, which counts every instance not being removed or recycled. A
+// surplus of warm instances is retired only after the cooldown of continuous surplus; an
+// excess over the ceiling is retired at once. A leased instance is never retired or removed.
+func PlanScale(in PlanInput) Plan {
+	var p Plan
+	var busy, occupied int32
+	var warm []*Instance
+	for _, i := range in.Instances {
+		if i.Deleting() {
+			continue
+		}
+		leased := i.Leased()
+		switch {
+		case i.Retiring():
+			if !leased {
+				p.Remove = append(p.Remove, i)
+			} else {
+				occupied++ // a lease raced the retirement: it stays until the lease ends
+			}
+			continue
+		case in.Recycle != vtv1alpha1.RecycleInPlaceReuse && i.Terminal():
+			if !leased {
+				p.Remove = append(p.Remove, i) // the exporter exited after its lease
+				continue
+			}
+		case i.DisabledByPerson():
+			occupied++
+			if leased {
+				busy++
+			}
+			continue
+		case i.SpecHash() != in.SpecHash && !leased:
+			p.Retire = append(p.Retire, i) // rolled to the new spec once idle
+			continue
+		}
+		occupied++
+		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed()) {
+			p.RestartPods = append(p.RestartPods, i)
+		}
+		if leased {
+			busy++
+		} else {
+			warm = append(warm, i)
+		}
+	}
+
+	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand)
+	capped := p.Wanted
+	if in.MaxReplicas > 0 && capped > in.MaxReplicas {
+		capped = in.MaxReplicas
+		p.Limited = true
+	}
+	live := busy + int32(len(warm)) + in.Expected
+	if live < capped {
+		p.Create = capped - live
+		if in.MaxReplicas > 0 {
+			p.Create = min(p.Create, max(0, in.MaxReplicas-occupied-in.Expected))
+		}
+	}
+
+	// Scale down: an excess over the ceiling goes at once, a surplus below it after the
+	// cooldown. Candidates are warm (unleased) instances only.
+	RetireOrder(warm)
+	excess := int32(0)
+	if in.MaxReplicas > 0 {
+		excess = max(0, occupied+in.Expected-in.MaxReplicas)
+	}
+	surplus := max(0, int32(len(warm))+in.Expected-max(0, capped-busy))
+	if excess > 0 {
+		n := min(excess, int32(len(warm)))
+		p.Retire = append(p.Retire, warm[:n]...)
+		warm = warm[n:]
+		surplus = max(0, surplus-n)
+	}
+	if surplus > 0 {
+		since := in.Now
+		if in.SurplusSince != nil {
+			since = *in.SurplusSince
+		} else {
+			since = ceilSecond(since)
+		}
+		p.SurplusSince = &since
+		if deadline := since.Add(in.Cooldown); !in.Now.Before(deadline) {
+			n := min(surplus, int32(len(warm)))
+			p.Retire = append(p.Retire, warm[:n]...)
+			warm = warm[n:]
+			p.SurplusSince = nil
+		} else {
+			p.RequeueAfter = deadline.Sub(in.Now)
+		}
+	}
+
+	p.StartPods = podsToStart(in, warm, busy)
+	return p
+}
+
+// podsToStart picks the instances that should get a Pod and have none. Immediate: every
+// live instance. WaitForFirstConsumer: only as many idle instances as Leases wait for,
+// beyond those already starting; leased ones keep theirs.
+func podsToStart(in PlanInput, warm []*Instance, busy int32) []*Instance {
+	var out []*Instance
+	if in.Binding != vtv1alpha1.BindingWaitForFirstConsumer {
+		for _, i := range warm {
+			if !i.HasPod() {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	need := in.Demand
+	for _, i := range warm {
+		if i.ActivePod() != nil {
+			need--
+		}
+	}
+	for _, i := range warm {
+		if need <= 0 {
+			break
+		}
+		if !i.HasPod() {
+			out = append(out, i)
+			need--
+		}
+	}
+	return out
+}
+
+// ceilSecond rounds t up to the whole second: status keeps times in whole seconds, and a
+// clock stored rounded down would end the cooldown up to a second early.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}

@@ -1,0 +1,20 @@
+package exporterset
+
+// The least privilege the reconciler needs, generated into config/rbac by `make manifests`.
+// ExporterSets: read, and write status only (the cooldown clock lives in status for that
+// reason). Exporters: create, disable (patch), release and delete. Pods and config Secrets:
+// create and delete; Secrets also update (config re-sync) and patch (labelling credential
+// Secrets). ConfigMaps: get (CA bundle). Leases: read. The finalizers verbs let owner
+// references block their owner's deletion where OwnerReferencesPermissionEnforcement is on.
+//
+// +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=virtualtargetclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=jumpstarter.dev,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

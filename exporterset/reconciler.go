@@ -1,0 +1,348 @@
+package exporterset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// Reconciler keeps ExporterSets' pools. Create it with NewReconciler and add it to a manager
+// with SetupWithManager.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	registry  *provisioner.Registry
+
+	recorder          events.EventRecorder
+	clock             clock.PassiveClock
+	metrics           *metrics
+	expectations      *expectations
+	useExpectations   bool
+	claimUnknown      bool
+	maxConcurrent     int
+	createParallelism int
+	retryInterval     time.Duration
+	name              string
+
+	describeMu sync.Mutex
+	describes  map[string]describeEntry
+	drivers    sync.Map // exporter namespace/name -> driversEntry
+}
+
+type describeEntry struct {
+	desc provisioner.Description
+	at   time.Time
+}
+
+type driversEntry struct {
+	hash string
+	json []byte
+}
+
+// describeTTL bounds how long a provisioner's Description (its default images) is reused:
+// a plugin restarted with a new version is noticed within it.
+const describeTTL = time.Minute
+
+// NewReconciler returns a Reconciler that reads through c (normally the manager's cached
+// client), re-reads through apiReader (uncached) before it deletes anything, and renders
+// instances with the provisioners of registry.
+func NewReconciler(c client.Client, apiReader client.Reader, registry *provisioner.Registry, opts ...Option) *Reconciler {
+	r := &Reconciler{
+		client:            c,
+		apiReader:         apiReader,
+		registry:          registry,
+		recorder:          discardRecorder{},
+		clock:             clock.RealClock{},
+		expectations:      newExpectations(),
+		useExpectations:   true,
+		maxConcurrent:     4,
+		createParallelism: 16,
+		retryInterval:     10 * time.Second,
+		name:              "exporterset",
+		describes:         map[string]describeEntry{},
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// pass is the state of one reconcile of one set.
+type pass struct {
+	set      *vtv1alpha1.ExporterSet
+	orig     *vtv1alpha1.ExporterSet
+	now      time.Time
+	class    *vtv1alpha1.VirtualTargetClass
+	prov     provisioner.Provisioner
+	req      *provisioner.Request
+	hash     string
+	selector labels.Selector
+	obs      *Observation
+	counts   Counts
+	plan     *Plan
+	seq      int64
+
+	ca       []byte
+
+	// blocked is why the set cannot act at all (class missing, invalid parameters...).
+	blocked *blocker
+	// Problems met while acting, for conditions.
+	caProblem        string
+	credMissing      []string
+	waitingCreds     int
+	createErr        error
+	podErr           error
+	created, retired int
+	requeue          time.Duration
+}
+
+type blocker struct{ reason, message string }
+
+func (p *pass) block(reason, format string, args ...any) {
+	p.blocked = &blocker{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+func (p *pass) requeueIn(d time.Duration) {
+	if d > 0 && (p.requeue == 0 || d < p.requeue) {
+		p.requeue = d
+	}
+}
+
+// Reconcile moves one ExporterSet's pool towards its spec and writes its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var set vtv1alpha1.ExporterSet
+	if err := r.client.Get(ctx, req.NamespacedName, &set); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.forget(req.String())
+			r.metrics.forget(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if set.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil // the garbage collector removes the instances
+	}
+	p := &pass{set: &set, orig: set.DeepCopy(), now: r.clock.Now(), seq: set.Status.InstanceSequence}
+	skip, err := r.reconcile(ctx, p)
+	if skip {
+		return ctrl.Result{}, err
+	}
+	if werr := r.writeStatus(ctx, p); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: p.requeue}, nil
+}
+
+// reconcile runs observe -> compute status -> plan -> act. It returns skip=true when the
+// status must be left untouched: the set belongs to a provisioner this controller does not
+// serve, or what it saw is incomplete.
+func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err error) {
+	log := logf.FromContext(ctx)
+	set := p.set
+
+	sel, selErr := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
+	if selErr != nil {
+		p.block(vtv1alpha1.ReasonInvalidSelector, "spec.selector: %v", selErr)
+		sel = labels.Nothing()
+	}
+	p.selector = sel
+
+	var class vtv1alpha1.VirtualTargetClass
+	err = r.client.Get(ctx, types.NamespacedName{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class)
+	switch {
+	case apierrors.IsNotFound(err):
+		if p.blocked == nil {
+			p.block(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found in namespace %s", set.Spec.VirtualTargetClassName, set.Namespace)
+		}
+	case err != nil:
+		return true, fmt.Errorf("getting VirtualTargetClass: %w", err)
+	default:
+		p.class = &class
+		prov, ok := r.registry.Get(class.Spec.Provisioner)
+		if !ok {
+			if !r.claimUnknown {
+				log.V(1).Info("provisioner not served here; leaving the set alone", "provisioner", class.Spec.Provisioner)
+				return true, nil
+			}
+			if p.blocked == nil {
+				p.block(vtv1alpha1.ReasonProvisionerUnknown, "provisioner %q of class %q is not served by this controller (serving %v)", class.Spec.Provisioner, class.Name, r.registry.Names())
+			}
+		}
+		p.prov = prov
+	}
+
+	p.obs, err = r.observe(ctx, set, sel)
+	if err != nil {
+		return true, err // a partial view must not become status
+	}
+	p.counts = ComputeStatus(p.obs.Instances)
+	r.metrics.observeStatus(set.Namespace, set.Name, p.counts, p.obs.Instances, p.now)
+
+	if p.blocked == nil && !sel.Matches(labels.Set(instanceLabels(set, ""))) {
+		p.block(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", sel.String(), set.Spec.Template.Metadata.Labels)
+	}
+	if p.blocked == nil {
+		if err := r.prepareRequest(ctx, p); err != nil {
+			return false, err
+		}
+	}
+	if p.blocked != nil {
+		return false, nil // nothing is created or deleted while the set is blocked
+	}
+
+	var expected int32
+	if r.useExpectations {
+		expected = r.expectations.reconcile(keyOf(set), p.now, p.obs)
+	}
+	p.plan = r.plan(p, expected)
+	p.requeueIn(p.plan.RequeueAfter)
+	return false, r.act(ctx, p)
+}
+
+// prepareRequest builds and validates the provisioner request; bad input blocks the set.
+func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) error {
+	desc, err := r.describe(ctx, p.class.Spec.Provisioner, p.prov)
+	if err != nil {
+		return r.provisionerFailed(p, "describing provisioner", err)
+	}
+	req, err := provisioner.NewRequest(p.set, p.class, desc.DefaultImages)
+	if err == nil {
+		err = p.prov.Validate(ctx, req)
+	}
+	if err != nil {
+		return r.provisionerFailed(p, "validating parameters", err)
+	}
+	p.req = req
+	p.hash = specHash(req)
+	return nil
+}
+
+// provisionerFailed maps a provisioner error: invalid input blocks the set (a person must
+// fix it; no retry until it changes), anything else is retried with backoff.
+func (r *Reconciler) provisionerFailed(p *pass, what string, err error) error {
+	if provisioner.IsInvalid(err) {
+		p.block(vtv1alpha1.ReasonInvalidParameters, "%v", err)
+		return nil
+	}
+	p.block(vtv1alpha1.ReasonProvisionerError, "%s: %v", what, err)
+	r.recorder.Eventf(p.set, nil, "Warning", EventProvisionerError, "Reconcile", "%s: %v", what, err)
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func (r *Reconciler) describe(ctx context.Context, name string, prov provisioner.Provisioner) (provisioner.Description, error) {
+	r.describeMu.Lock()
+	e, ok := r.describes[name]
+	r.describeMu.Unlock()
+	if ok && r.clock.Since(e.at) < describeTTL {
+		return e.desc, nil
+	}
+	desc, err := prov.Describe(ctx)
+	if err != nil {
+		return desc, err
+	}
+	r.describeMu.Lock()
+	r.describes[name] = describeEntry{desc: desc, at: r.clock.Now()}
+	r.describeMu.Unlock()
+	return desc, nil
+}
+
+func (r *Reconciler) plan(p *pass, expected int32) *Plan {
+	s := p.set.Spec
+	in := PlanInput{
+		MinReplicas:          s.MinReplicas,
+		MinAvailableReplicas: s.MinAvailableReplicas,
+		Recycle:              s.RecycleStrategy,
+		Binding:              p.class.Spec.BindingMode,
+		SpecHash:             p.hash,
+		Instances:            p.obs.Instances,
+		Expected:             expected,
+		Demand:               int32(len(p.obs.WaitingLeases)),
+		Now:                  p.now,
+	}
+	if s.MaxReplicas != nil {
+		in.MaxReplicas = *s.MaxReplicas
+	}
+	if s.ScaleDownCooldown != nil {
+		in.Cooldown = s.ScaleDownCooldown.Duration
+	}
+	if t := p.set.Status.SurplusSince; t != nil {
+		since := t.Time
+		in.SurplusSince = &since
+	}
+	plan := PlanScale(in)
+	return &plan
+}
+
+// writeStatus writes the status once, and only when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
+	st := p.counts
+	st.Selector = p.selector.String()
+	st.ObservedGeneration = p.set.Generation
+	st.InstanceSequence = p.seq
+	st.SurplusSince = p.set.Status.SurplusSince
+	if p.plan != nil {
+		st.SurplusSince = nil
+		if p.plan.SurplusSince != nil {
+			t := metav1.NewTime(*p.plan.SurplusSince)
+			st.SurplusSince = &t
+		}
+	}
+	if b := p.blocked; b != nil {
+		// One event per new problem, not one per reconcile.
+		if c := apimeta.FindStatusCondition(p.orig.Status.Conditions, vtv1alpha1.ConditionDegraded); c == nil || c.Reason != b.reason || c.Message != b.message {
+			r.recorder.Eventf(p.set, nil, "Warning", eventForBlock(b.reason), "Reconcile", "%s", b.message)
+		}
+	}
+	st.Conditions = append([]metav1.Condition(nil), p.orig.Status.Conditions...)
+	for _, c := range r.conditions(p) {
+		apimeta.SetStatusCondition(&st.Conditions, c)
+	}
+	if statusEqual(p.orig.Status, st) {
+		return nil
+	}
+	p.set.Status = st
+	if err := r.client.Status().Patch(ctx, p.set, client.MergeFromWithOptions(p.orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("status changed while reconciling, will retry: %w", err)
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	return nil
+}
+
+func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
+
+func eventForBlock(reason string) string {
+	if reason == vtv1alpha1.ReasonProvisionerError {
+		return EventProvisionerError
+	}
+	return EventInvalidSpec
+}
+
+// discardRecorder is the default events.EventRecorder: events go nowhere.
+type discardRecorder struct{}
+
+func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
+
+func statusEqual(a, b vtv1alpha1.ExporterSetStatus) bool { return apiequality.Semantic.DeepEqual(a, b) }

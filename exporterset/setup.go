@@ -1,0 +1,125 @@
+package exporterset
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// classNameIndex indexes ExporterSets by spec.virtualTargetClassName.
+const classNameIndex = "spec.virtualTargetClassName"
+
+// CacheOptions returns the cache settings the reconciler needs, for the manager's
+// Options.Cache: Pods, Secrets and Exporters are cached only when they carry LabelSet, so
+// memory grows with the pools, not with the cluster; Leases only while they have not ended
+// (ended ones accumulate and add no demand). Namespaces, if any, restrict every cache.
+func CacheOptions(namespaces ...string) cache.Options {
+	mine := labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
+	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                    {Label: mine},
+		&corev1.Secret{}:                 {Label: mine},
+		&jumpstarterv1alpha1.Exporter{}: {Label: mine},
+		&jumpstarterv1alpha1.Lease{}:    {Label: notEnded},
+	}}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return o
+}
+
+func mustRequirement(key string, op selection.Operator, vals []string) labels.Requirement {
+	r, err := labels.NewRequirement(key, op, vals)
+	if err != nil {
+		panic(err) // constant arguments: only a programming error gets here
+	}
+	return *r
+}
+
+// SetupWithManager registers the reconciler and its watches: ExporterSets (spec changes),
+// their Exporters, the Pods and Secrets labelled with a set, VirtualTargetClasses (mapped to
+// the sets naming them) and Leases (mapped to the sets whose instances they would match).
+// The manager's cache should be configured with CacheOptions.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &vtv1alpha1.ExporterSet{}, classNameIndex, func(o client.Object) []string {
+		return []string{o.(*vtv1alpha1.ExporterSet).Spec.VirtualTargetClassName}
+	})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.name).
+		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&jumpstarterv1alpha1.Exporter{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
+		Watches(&vtv1alpha1.VirtualTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.setsOfClass)).
+		Watches(&jumpstarterv1alpha1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.setsOfLease)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrent}).
+		Complete(r)
+}
+
+// bySetLabel maps an object labelled with LabelSet to its set.
+func bySetLabel(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[LabelSet]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// setsOfClass maps a VirtualTargetClass to the sets in its namespace that name it.
+func (r *Reconciler) setsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	var sets vtv1alpha1.ExporterSetList
+	if err := r.client.List(ctx, &sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{classNameIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	return requestsFor(sets.Items, func(*vtv1alpha1.ExporterSet) bool { return true })
+}
+
+// setsOfLease maps a Lease to the sets in its namespace whose instances its selector matches.
+func (r *Reconciler) setsOfLease(ctx context.Context, o client.Object) []reconcile.Request {
+	lease, ok := o.(*jumpstarterv1alpha1.Lease)
+	if !ok {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&lease.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	var sets vtv1alpha1.ExporterSetList
+	if err := r.client.List(ctx, &sets, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return requestsFor(sets.Items, func(s *vtv1alpha1.ExporterSet) bool {
+		return sel.Matches(labels.Set(instanceLabels(s, "")))
+	})
+}
+
+func requestsFor(sets []vtv1alpha1.ExporterSet, keep func(*vtv1alpha1.ExporterSet) bool) []reconcile.Request {
+	var out []reconcile.Request
+	for i := range sets {
+		if keep(&sets[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&sets[i])})
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package exporterset
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// Counts are the status counters of a pool, computed from its instances by ComputeStatus.
+type Counts = vtv1alpha1.ExporterSetStatus
+
+// ComputeStatus computes every counter of an ExporterSet's status from its instances (the
+// owned Exporters with their Pods). It is pure: conditions, selector and the cooldown clock
+// are left for the caller. Definitions:
+//
+//   - replicas: owned Exporters; readyReplicas: Online and Registered;
+//   - availableReplicas: ready, enabled and unleased (the warm pool);
+//   - leasedReplicas: status.leaseRef set; unavailableReplicas: enabled and not ready;
+//   - exportersActive: leased and online; exportersIdle: online, enabled, unleased;
+//   - exportersDisabled: spec.enabled=false; exportersOffline: enabled, not online;
+//   - podsPending/Running/Failed by phase of the instances' Pods; podsUnknown: Unknown or
+//     Succeeded. A Pod whose Exporter is gone is no instance's and is not counted.
+func ComputeStatus(instances []*Instance) Counts {
+	var s Counts
+	for _, in := range instances {
+		s.Replicas++
+		online, ready, enabled, leased := in.Online(), in.Ready(), in.Enabled(), in.Leased()
+		if ready {
+			s.ReadyReplicas++
+		}
+		if ready && enabled && !leased {
+			s.AvailableReplicas++
+		}
+		if leased {
+			s.LeasedReplicas++
+		}
+		if enabled && !ready {
+			s.UnavailableReplicas++
+		}
+		if leased && online {
+			s.ExportersActive++
+		}
+		if online && enabled && !leased {
+			s.ExportersIdle++
+		}
+		if !enabled {
+			s.ExportersDisabled++
+		}
+		if enabled && !online {
+			s.ExportersOffline++
+		}
+		for _, p := range in.Pods {
+			switch p.Status.Phase {
+			case corev1.PodPending, "":
+				s.PodsPending++
+			case corev1.PodRunning:
+				s.PodsRunning++
+			case corev1.PodFailed:
+				s.PodsFailed++
+			default: // Succeeded and Unknown: neither serving nor failed
+				s.PodsUnknown++
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module for the given time each (default 10s): go test can fuzz
+# only one target per invocation, so this finds them and runs them one by one.
+set -euo pipefail
+fuzztime=${1:-10s}
+cd "$(dirname "$0")/.."
+grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
+	pkg=./$(dirname "${f#./}")
+	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+		echo "fuzz: $pkg $target for $fuzztime" >&2
+		go test "$pkg" -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime"
+	done
+done
