@@ -28,19 +28,29 @@ func priorityOf(in *Instance) retirePriority {
 }
 
 // RetireOrder sorts candidates in the order they should be retired: failed or terminal
-// first, then not ready, then idle with the newest first. It sorts in place and is stable
-// for equal ranks (by name), so plans are deterministic.
+// first, then not ready, then idle with the newest first; equal ranks by name, descending,
+// so plans are deterministic. It sorts in place.
 func RetireOrder(candidates []*Instance) {
-	sort.SliceStable(candidates, func(a, b int) bool {
-		x, y := candidates[a], candidates[b]
-		px, py := priorityOf(x), priorityOf(y)
-		if px != py {
-			return px < py
+	type key struct {
+		prio    retirePriority
+		created int64
+		in      *Instance
+	}
+	keys := make([]key, len(candidates))
+	for i, c := range candidates {
+		keys[i] = key{priorityOf(c), c.Exporter.CreationTimestamp.UnixNano(), c}
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		x, y := keys[a], keys[b]
+		if x.prio != y.prio {
+			return x.prio < y.prio
 		}
-		tx, ty := x.Exporter.CreationTimestamp, y.Exporter.CreationTimestamp
-		if !tx.Equal(&ty) {
-			return ty.Before(&tx) // newest first
+		if x.created != y.created {
+			return x.created > y.created // newest first
 		}
-		return x.Name() > y.Name()
+		return x.in.Name() > y.in.Name()
 	})
+	for i := range keys {
+		candidates[i] = keys[i].in
+	}
 }

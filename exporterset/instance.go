@@ -70,21 +70,10 @@ func (i *Instance) Credentialed() bool {
 // SpecHash is the hash label the instance was built with.
 func (i *Instance) SpecHash() string { return i.Exporter.Labels[LabelSpecHash] }
 
-// livePods are the Pods not being deleted.
-func (i *Instance) livePods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range i.Pods {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // ActivePod returns a Pod that is not terminal and not being deleted, if any.
 func (i *Instance) ActivePod() *corev1.Pod {
-	for _, p := range i.livePods() {
-		if !podTerminal(p) {
+	for _, p := range i.Pods {
+		if p.DeletionTimestamp == nil && !podTerminal(p) {
 			return p
 		}
 	}
@@ -93,23 +82,25 @@ func (i *Instance) ActivePod() *corev1.Pod {
 
 // Terminal reports an instance whose Pods have all completed (at least one, none active):
 // under ExitAndReplace the exporter exited after its lease and the instance is recycled.
+// Pods being deleted are not looked at.
 func (i *Instance) Terminal() bool {
-	live := i.livePods()
-	if len(live) == 0 {
-		return false
-	}
-	for _, p := range live {
+	live := 0
+	for _, p := range i.Pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
 		if !podTerminal(p) {
 			return false
 		}
+		live++
 	}
-	return true
+	return live > 0
 }
 
-// Failed reports whether any of the instance's Pods is in phase Failed.
+// Failed reports whether any of the instance's Pods (not being deleted) is in phase Failed.
 func (i *Instance) Failed() bool {
-	for _, p := range i.livePods() {
-		if p.Status.Phase == corev1.PodFailed {
+	for _, p := range i.Pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodFailed {
 			return true
 		}
 	}

@@ -152,14 +152,15 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
-	p.StartPods = podsToStart(in, warm, busy)
+	p.StartPods = podsToStart(in, warm)
+	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	return p
 }
 
 // podsToStart picks the instances that should get a Pod and have none. Immediate: every
 // live instance. WaitForFirstConsumer: only as many idle instances as Leases wait for,
 // beyond those already starting; leased ones keep theirs.
-func podsToStart(in PlanInput, warm []*Instance, busy int32) []*Instance {
+func podsToStart(in PlanInput, warm []*Instance) []*Instance {
 	var out []*Instance
 	if in.Binding != vtv1alpha1.BindingWaitForFirstConsumer {
 		for _, i := range warm {
@@ -175,12 +176,10 @@ func podsToStart(in PlanInput, warm []*Instance, busy int32) []*Instance {
 			need--
 		}
 	}
-	for _, i := range warm {
-		if need <= 0 {
-			break
-		}
-		if !i.HasPod() {
-			out = append(out, i)
+	// warm is in retirement order: start from its end, the instances kept longest.
+	for k := len(warm) - 1; k >= 0 && need > 0; k-- {
+		if !warm[k].HasPod() {
+			out = append(out, warm[k])
 			need--
 		}
 	}
@@ -194,4 +193,22 @@ func ceilSecond(t time.Time) time.Time {
 		return r.Add(time.Second)
 	}
 	return t
+}
+
+// without returns the instances of in that are not in drop.
+func without(in, drop []*Instance) []*Instance {
+	if len(drop) == 0 {
+		return in
+	}
+	gone := make(map[*Instance]bool, len(drop))
+	for _, d := range drop {
+		gone[d] = true
+	}
+	var out []*Instance
+	for _, i := range in {
+		if !gone[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }

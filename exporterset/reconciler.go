@@ -100,7 +100,7 @@ type pass struct {
 	plan     *Plan
 	seq      int64
 
-	ca       []byte
+	ca []byte
 
 	// blocked is why the set cannot act at all (class missing, invalid parameters...).
 	blocked *blocker

@@ -32,8 +32,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 	mine := labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
 	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                    {Label: mine},
-		&corev1.Secret{}:                 {Label: mine},
+		&corev1.Pod{}:                   {Label: mine},
+		&corev1.Secret{}:                {Label: mine},
 		&jumpstarterv1alpha1.Exporter{}: {Label: mine},
 		&jumpstarterv1alpha1.Lease{}:    {Label: notEnded},
 	}}

@@ -1,0 +1,113 @@
+package exporterset
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// randomInput builds a random pool and spec from a seed (shared by the invariant test and
+// the fuzz target).
+func randomInput(seed int64) PlanInput {
+	rng := rand.New(rand.NewSource(seed))
+	n := rng.Intn(12)
+	var instances []*Instance
+	for i := 0; i < n; i++ {
+		var traits []trait
+		if rng.Intn(2) == 0 {
+			traits = append(traits, online)
+		}
+		if rng.Intn(2) == 0 {
+			traits = append(traits, registered)
+		}
+		if rng.Intn(3) == 0 {
+			traits = append(traits, leased(fmt.Sprint("l", i)))
+		}
+		switch rng.Intn(8) {
+		case 0:
+			traits = append(traits, disabled)
+		case 1:
+			traits = append(traits, retiring)
+		case 2:
+			traits = append(traits, deleting)
+		}
+		if rng.Intn(4) == 0 {
+			traits = append(traits, hash("old"))
+		}
+		phases := []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed}
+		for k := rng.Intn(3); k > 0; k-- {
+			traits = append(traits, pod(phases[rng.Intn(len(phases))]))
+		}
+		traits = append(traits, createdAt(time.Duration(rng.Intn(100))*time.Second))
+		instances = append(instances, instance(fmt.Sprint("i", i), traits...))
+	}
+	maxR := int32(rng.Intn(8))
+	in := input(int32(rng.Intn(6)), maxR, int32(rng.Intn(6)), instances...)
+	if maxR > 0 {
+		in.MinReplicas, in.MinAvailableReplicas = min(in.MinReplicas, maxR), min(in.MinAvailableReplicas, maxR)
+	}
+	in.Demand = int32(rng.Intn(4))
+	in.Expected = int32(rng.Intn(3))
+	if rng.Intn(2) == 0 {
+		in.Recycle = vtv1alpha1.RecycleInPlaceReuse
+	}
+	if rng.Intn(3) == 0 {
+		in.Binding = vtv1alpha1.BindingWaitForFirstConsumer
+	}
+	if rng.Intn(2) == 0 {
+		since := in.Now.Add(-time.Duration(rng.Intn(600)) * time.Second)
+		in.SurplusSince = &since
+	}
+	return in
+}
+
+func checkPlanInvariants(t *testing.T, in PlanInput, p Plan) {
+	t.Helper()
+	for _, i := range append(append([]*Instance{}, p.Retire...), p.Remove...) {
+		if i.Leased() {
+			t.Fatalf("plan retires or removes leased instance %s\ninput: %+v", i.Name(), in)
+		}
+		if i.Deleting() {
+			t.Fatalf("plan acts on deleting instance %s", i.Name())
+		}
+	}
+	if p.Create < 0 {
+		t.Fatalf("negative create %d", p.Create)
+	}
+	if in.MaxReplicas > 0 {
+		var occupied int32
+		gone := map[string]bool{}
+		for _, i := range append(append([]*Instance{}, p.Retire...), p.Remove...) {
+			gone[i.Name()] = true
+		}
+		for _, i := range in.Instances {
+			if !i.Deleting() && !gone[i.Name()] {
+				occupied++
+			}
+		}
+		if p.Create > 0 && occupied+in.Expected+p.Create > in.MaxReplicas {
+			t.Fatalf("plan creates %d with %d occupied and %d expected: over maxReplicas %d", p.Create, occupied, in.Expected, in.MaxReplicas)
+		}
+	}
+	if p.RequeueAfter < 0 {
+		t.Fatalf("negative requeue %v", p.RequeueAfter)
+	}
+	if p.SurplusSince != nil && p.SurplusSince.After(in.Now.Add(time.Second)) {
+		t.Fatalf("cooldown clock in the future: %v (now %v)", p.SurplusSince, in.Now)
+	}
+}
+
+func FuzzPlanScale(f *testing.F) {
+	for _, s := range []int64{0, 1, 42, 1 << 40} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, seed int64) {
+		in := randomInput(seed)
+		checkPlanInvariants(t, in, PlanScale(in))
+	})
+}
