@@ -322,7 +322,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 		return nil
 	}
 	p.set.Status = st
-	if err := r.client.Status().Patch(ctx, p.set, client.MergeFromWithOptions(p.orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// An update, not a merge patch: a patch would leave out counters equal to the cached
+	// zero values, which the schema requires on the first write. The resourceVersion makes
+	// it optimistic: a newer set (or a stale cache) fails it, and the next pass redoes it.
+	if err := r.client.Status().Update(ctx, p.set); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("status changed while reconciling, will retry: %w", err)
 		}

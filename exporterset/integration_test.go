@@ -1,0 +1,73 @@
+package exporterset_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1 "k8s.io/api/core/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+func condition(st vtv1alpha1.ExporterSetStatus, typ string) *string {
+	if c := apimeta.FindStatusCondition(st.Conditions, typ); c != nil {
+		s := string(c.Status) + "/" + c.Reason
+		return &s
+	}
+	return nil
+}
+
+func TestScaleFromZeroToMinReplicas(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 3, 4, 0)
+	st := w.waitStatus("pool", 30*time.Second, "3 ready instances", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return s.Replicas == 3 && s.ReadyReplicas == 3 && s.AvailableReplicas == 3 && s.PodsRunning == 3
+	})
+	if st.Selector != "board=pool" {
+		t.Errorf("status.selector = %q", st.Selector)
+	}
+	// Every instance is a labelled, owned Exporter with a config Secret and a running Pod.
+	for _, e := range w.exporters("pool") {
+		if e.Labels["board"] != "pool" || e.Labels[exporterset.LabelSpecHash] == "" {
+			t.Errorf("%s labels %v", e.Name, e.Labels)
+		}
+		var cfg corev1.Secret
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.ConfigSecretName(e.Name)}, &cfg); err != nil {
+			t.Errorf("config secret of %s: %v", e.Name, err)
+		}
+	}
+	if got := condition(st, vtv1alpha1.ConditionAvailable); got == nil || *got != "True/"+vtv1alpha1.ReasonWarmBufferMet {
+		t.Errorf("Available = %v", got)
+	}
+}
+
+func TestWarmBufferRefilledAfterEachLease(t *testing.T) {
+	for _, strategy := range []vtv1alpha1.RecycleStrategy{vtv1alpha1.RecycleExitAndReplace, vtv1alpha1.RecycleInPlaceReuse} {
+		t.Run(string(strategy), func(t *testing.T) {
+			w := newWorld(t)
+			w.class("fake")
+			w.controller(env.Config)
+			w.set("pool", 0, 5, 2, func(s *vtv1alpha1.ExporterSet) { s.Spec.RecycleStrategy = strategy })
+			w.waitStatus("pool", 30*time.Second, "2 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 2 })
+
+			for i := 0; i < 3; i++ {
+				l := w.lease(fmt.Sprint("lease-", i), "pool")
+				w.waitAssigned(l)
+				w.waitStatus("pool", 30*time.Second, "buffer refilled while leased", func(s vtv1alpha1.ExporterSetStatus) bool {
+					return s.LeasedReplicas == 1 && s.AvailableReplicas == 2
+				})
+				w.release(l)
+				w.waitStatus("pool", 30*time.Second, "buffer after release", func(s vtv1alpha1.ExporterSetStatus) bool {
+					return s.LeasedReplicas == 0 && s.AvailableReplicas >= 2
+				})
+			}
+		})
+	}
+}
