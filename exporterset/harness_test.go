@@ -256,3 +256,13 @@ func (w *world) release(l *jumpstarterv1alpha1.Lease) {
 	w.t.Helper()
 	w.edit(l, func() { l.Spec.Release = true })
 }
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}
+}
+
+// jumpsimWithoutAnything runs no simulated component: for tests that drive the reconciler
+// by hand and want nothing else to touch the objects.
+func jumpsimWithoutAnything() []jumpsim.Option {
+	return []jumpsim.Option{jumpsim.WithoutController(), jumpsim.WithoutKubelet(), jumpsim.WithoutGarbageCollector()}
+}

@@ -1,0 +1,83 @@
+package exporterset_test
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+// staleClient is a deliberately stale reader: it answers Exporter lists (and, if set, gets of
+// the ExporterSet) from a snapshot taken before a scale-up, as a lagging informer would.
+// Writes go to the API server.
+type staleClient struct {
+	client.Client
+	exporters *jumpstarterv1alpha1.ExporterList
+	set       *vtv1alpha1.ExporterSet
+}
+
+func (s *staleClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*jumpstarterv1alpha1.ExporterList); ok && s.exporters != nil {
+		s.exporters.DeepCopyInto(l)
+		return nil
+	}
+	return s.Client.List(ctx, list, opts...)
+}
+
+func (s *staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if set, ok := obj.(*vtv1alpha1.ExporterSet); ok && s.set != nil {
+		s.set.DeepCopyInto(set)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+func TestStaleCacheDoesNotOverCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// expectations on, fresh set (its instance sequence advanced): only the in-memory
+		// expectations stop a second create. Expectations off, stale set too: only the
+		// deterministic names do.
+		expectations, staleSet bool
+	}{
+		{"expectations", true, false},
+		{"deterministic names", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, jumpsimWithoutAnything()...)
+			w.class("fake")
+			set := w.set("pool", 3, 10, 0)
+			if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(set), set); err != nil {
+				t.Fatal(err)
+			}
+			var before jumpstarterv1alpha1.ExporterList // empty: the view before the scale-up
+			stale := &staleClient{Client: w.c, exporters: &before}
+			if tc.staleSet {
+				stale.set = set.DeepCopy()
+			}
+			r := exporterset.NewReconciler(stale, w.c, w.fake.Registry(), exporterset.WithExpectations(tc.expectations))
+			req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: w.ns, Name: "pool"}}
+
+			// The first pass creates all three at once.
+			if _, err := r.Reconcile(w.ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(w.exporters("pool")); n != 3 {
+				t.Fatalf("first reconcile created %d instances, want 3", n)
+			}
+			// K more passes on the stale view create nothing more.
+			for k := 0; k < 5; k++ {
+				_, _ = r.Reconcile(w.ctx, req) // a stale set's status write may conflict: that is fine
+			}
+			if n := len(w.exporters("pool")); n != 3 {
+				t.Fatalf("after 5 stale reconciles there are %d instances, want 3", n)
+			}
+		})
+	}
+}
