@@ -266,3 +266,12 @@ func configMap(name string, data map[string]string) *corev1.ConfigMap {
 func jumpsimWithoutAnything() []jumpsim.Option {
 	return []jumpsim.Option{jumpsim.WithoutController(), jumpsim.WithoutKubelet(), jumpsim.WithoutGarbageCollector()}
 }
+
+func getExporter(t *testing.T, w *world, name string) *jumpstarterv1alpha1.Exporter {
+	t.Helper()
+	var e jumpstarterv1alpha1.Exporter
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &e); err != nil {
+		return nil
+	}
+	return &e
+}

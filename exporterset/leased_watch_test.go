@@ -1,0 +1,69 @@
+package exporterset_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+// watchLeasedNeverRetired polls the set's Exporters until stopped and fails the test if one
+// that held a lease in the previous look is now disabled by the set or gone while its lease
+// has not ended.
+func watchLeasedNeverRetired(t *testing.T, w *world, set string) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		leasedBy := map[string]string{} // exporter -> lease, as last seen
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			var list jumpstarterv1alpha1.ExporterList
+			if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: set}); err != nil {
+				continue
+			}
+			now := map[string]jumpstarterv1alpha1.Exporter{}
+			for _, e := range list.Items {
+				now[e.Name] = e
+			}
+			for name, lease := range leasedBy {
+				e, ok := now[name]
+				if !ok || e.DeletionTimestamp != nil {
+					if leaseActive(w, lease) {
+						t.Errorf("exporter %s was deleted while lease %s held it", name, lease)
+					}
+					continue
+				}
+				if e.Status.LeaseRef != nil && e.Annotations[exporterset.AnnotationRetiring] != "" && !e.IsEnabled() {
+					t.Errorf("exporter %s holding lease %s was disabled by the set", name, lease)
+				}
+			}
+			leasedBy = map[string]string{}
+			for name, e := range now {
+				if e.Status.LeaseRef != nil {
+					leasedBy[name] = e.Status.LeaseRef.Name
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func leaseActive(w *world, name string) bool {
+	var l jumpstarterv1alpha1.Lease
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &l); err != nil {
+		return false
+	}
+	return !l.Status.Ended
+}
