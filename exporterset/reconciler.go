@@ -146,6 +146,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if werr := r.writeStatus(ctx, p); werr != nil {
+		if err == nil && apierrors.IsConflict(werr) {
+			// The cache had not caught up with our last write: not an error, just again.
+			return ctrl.Result{Requeue: true}, nil
+		}
 		err = errors.Join(err, werr)
 	}
 	if err != nil {

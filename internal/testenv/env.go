@@ -158,3 +158,17 @@ func Main(m interface{ Run() int }, env **Env, opts ...Option) {
 	}
 	os.Exit(code)
 }
+
+// WriteKubeconfig writes a kubeconfig for a cluster-admin user of the environment to path,
+// so people and kubectl can use the control plane.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// errHelp is returned when --help was asked for; the usage is already printed.
+var errHelp = flag.ErrHelp
+
+// usageError is a bad command line: one clear line, exit code 2.
+type usageError struct{ error }
+
+func exitCode(err error) int {
+	var u usageError
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if errors.As(err, &u) {
+		return 2
+	}
+	return 1
+}
+
+// stringList is a repeatable flag; it also accepts comma-separated values.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*s = append(*s, part)
+		}
+	}
+	return nil
+}
+
+// controllerFlags are the flags of the controller proper, shared by run and dev.
+type controllerFlags struct {
+	kubeconfig       string
+	metricsAddr      string
+	probeAddr        string
+	leaderElect      bool
+	leaderElectionID string
+	leaderElectionNS string
+	leaseDuration    time.Duration
+	renewDeadline    time.Duration
+	retryPeriod      time.Duration
+	namespaces       stringList
+	provisioners     stringList
+	pluginDir        string
+	pluginChecksums  string
+	exporterImage    string
+	runtimeImage     string
+	qps              float64
+	burst            int
+	maxConcurrent    int
+	gracefulShutdown time.Duration
+	zap              zap.Options
+}
+
+func (f *controllerFlags) register(fs *flag.FlagSet, inCluster bool) {
+	if inCluster {
+		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
+		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
+		fs.StringVar(&f.leaderElectionID, "leader-election-id", "exporterset.virtualtarget.jumpstarter.dev", "Name of the coordination.k8s.io Lease used for leader election.")
+		fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease. Default: the controller's own namespace (in-cluster).")
+		fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease is valid; a standby takes over within it after the leader dies.")
+		fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
+		fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew leadership.")
+		fs.Var(&f.namespaces, "namespace", "Watch only this namespace (repeatable or comma-separated). Default: all namespaces.")
+	}
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" disables it.`)
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" disables them.`)
+	fs.Var(&f.provisioners, "provisioner", "Serve only this provisioner name (repeatable). Default: every built-in and plugin provisioner found. With it, sets of other provisioners are left alone for another controller; without it, they get a ProvisionerUnknown condition.")
+	fs.StringVar(&f.pluginDir, "plugin-dir", "", "Directory of provisioner plugins: executables named exporterset-provisioner-<name>.")
+	fs.StringVar(&f.pluginChecksums, "plugin-checksums", "", "File of SHA-256 sums (sha256sum format) that plugin binaries must match; a plugin not listed is refused.")
+	fs.StringVar(&f.exporterImage, "exporter-image", "", "Default exporter image of the built-in QEMU provisioner (classes and sets may override).")
+	fs.StringVar(&f.runtimeImage, "runtime-image", "", "Default runtime image of the built-in QEMU provisioner (classes and sets may override).")
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Client-side limit of requests per second to the API server.")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "Client-side burst of requests to the API server.")
+	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 4, "How many ExporterSets are reconciled at once.")
+	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long running reconciles get to finish on SIGTERM; keep it under the Pod's termination grace period.")
+	f.zap.Development = false
+	f.zap.BindFlags(fs)
+}
+
+// parse parses args into fs; bad flags are one line and exit code 2, --help exits 0.
+func parse(fs *flag.FlagSet, args []string) error {
+	// flag would print the whole usage after a bad flag; one line says more.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fmt.Fprintf(os.Stdout, "Usage of exporterset-controller %s:\n", fs.Name())
+			fs.PrintDefaults()
+			return errHelp
+		}
+		return usageError{fmt.Errorf("%v (see --help)", err)}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))}
+	}
+	return nil
+}

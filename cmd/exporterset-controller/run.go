@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/plugin/host"
+	"github.com/exporterset/exporterset/provisioners/qemu"
+)
+
+func runCommand(args []string) error {
+	var f controllerFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	f.register(fs, true)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runController(ctx, cfg, &f)
+}
+
+// restConfig finds the cluster: --kubeconfig, else KUBECONFIG, else in-cluster, else
+// ~/.kube/config (controller-runtime's order after the flag).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("reading --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster to talk to (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
+	}
+	return cfg, nil
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, vtv1alpha1.AddToScheme, jumpstarterv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err) // only a broken scheme builder gets here
+		}
+	}
+	return s
+}
+
+// buildRegistry registers the built-in provisioners and the plugins of --plugin-dir, then
+// restricts the registry to --provisioner. Every error is a bad configuration.
+func buildRegistry(ctx context.Context, f *controllerFlags) (*provisioner.Registry, *host.Host, error) {
+	reg := provisioner.NewRegistry()
+	var qopts []qemu.Option
+	if f.exporterImage != "" || f.runtimeImage != "" {
+		images := qemu.DefaultImages()
+		if f.exporterImage != "" {
+			images.Exporter.Image = f.exporterImage
+		}
+		if f.runtimeImage != "" {
+			images.Runtime.Image = f.runtimeImage
+		}
+		qopts = append(qopts, qemu.WithDefaultImages(images))
+	}
+	qopts = append(qopts, qemu.WithVersion(version))
+	if err := reg.Register(qemu.Name, "built-in", qemu.New(qopts...)); err != nil {
+		return nil, nil, err
+	}
+	var plugins *host.Host
+	if f.pluginDir != "" || os.Getenv("EXPORTERSET_REATTACH_PROVISIONERS") != "" {
+		if f.pluginDir != "" {
+			st, err := os.Stat(f.pluginDir)
+			if err != nil {
+				return nil, nil, usageError{fmt.Errorf("--plugin-dir: %w", err)}
+			}
+			if !st.IsDir() {
+				return nil, nil, usageError{fmt.Errorf("--plugin-dir %s is not a directory", f.pluginDir)}
+			}
+		}
+		opts := host.Options{Logger: ctrl.Log.WithName("plugins")}
+		if f.pluginChecksums != "" {
+			b, err := os.ReadFile(f.pluginChecksums)
+			if err != nil {
+				return nil, nil, usageError{fmt.Errorf("--plugin-checksums: %w", err)}
+			}
+			if opts.Checksums, err = host.ParseSHA256Sums(b); err != nil {
+				return nil, nil, usageError{fmt.Errorf("--plugin-checksums %s: %w", f.pluginChecksums, err)}
+			}
+		}
+		var err error
+		plugins, err = host.Discover(ctx, f.pluginDir, reg, opts)
+		if err != nil {
+			if plugins != nil {
+				_ = plugins.Close()
+			}
+			return nil, nil, fmt.Errorf("loading plugins: %w", err)
+		}
+	}
+	if err := reg.Restrict(f.provisioners); err != nil {
+		if plugins != nil {
+			_ = plugins.Close()
+		}
+		return nil, nil, usageError{fmt.Errorf("--provisioner: %w", err)}
+	}
+	return reg, plugins, nil
+}
+
+// runController runs the manager with the reconciler until ctx ends.
+func runController(ctx context.Context, cfg *rest.Config, f *controllerFlags) error {
+	log := ctrl.Log.WithName("setup")
+	if f.qps > 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	}
+	reg, plugins, err := buildRegistry(ctx, f)
+	if err != nil {
+		return err
+	}
+	if plugins != nil {
+		defer func() { _ = plugins.Close() }()
+	}
+
+	for _, ns := range f.namespaces {
+		if errs := validateNamespace(ns); errs != "" {
+			return usageError{fmt.Errorf("--namespace %q: %s", ns, errs)}
+		}
+	}
+	leNS := f.leaderElectionNS
+	if leNS == "" {
+		leNS = os.Getenv("POD_NAMESPACE")
+	}
+	grace := f.gracefulShutdown
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        newScheme(),
+		Cache:                         exporterset.CacheOptions(f.namespaces...),
+		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderElectionID,
+		LeaderElectionNamespace:       leNS,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &f.leaseDuration,
+		RenewDeadline:                 &f.renewDeadline,
+		RetryPeriod:                   &f.retryPeriod,
+		GracefulShutdownTimeout:       &grace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if plugins != nil {
+		if err := mgr.Add(plugins); err != nil {
+			return err
+		}
+	}
+	opts := []exporterset.Option{
+		exporterset.WithRecorder(mgr.GetEventRecorder("exporterset-controller")),
+		exporterset.WithMetrics(metrics.Registry),
+		exporterset.WithMaxConcurrentReconciles(f.maxConcurrent),
+	}
+	if len(f.provisioners) == 0 {
+		opts = append(opts, exporterset.WithClaimUnknownProvisioners())
+	}
+	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg, opts...)
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("caches", cacheSynced(mgr)); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("provisioners", provisionersHealthy(reg)); err != nil {
+		return err
+	}
+	log.Info("starting", "version", version, "provisioners", reg.Names(), "namespaces", f.namespaces, "leaderElection", f.leaderElect,
+		"kubeAPIQPS", cfg.QPS, "kubeAPIBurst", cfg.Burst)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// cacheSynced is ready once the manager's informers have synced.
+func cacheSynced(mgr manager.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("caches not synced")
+		}
+		return nil
+	}
+}
+
+// provisionersHealthy is ready when every provisioner answers Describe: a crashed plugin
+// that cannot be restarted makes the controller unready, not silently useless.
+func provisionersHealthy(reg *provisioner.Registry) healthz.Checker {
+	return func(req *http.Request) error {
+		for _, name := range reg.Names() {
+			p, _ := reg.Get(name)
+			ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+			_, err := p.Describe(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("provisioner %s: %w", name, err)
+			}
+		}
+		return nil
+	}
+}
+
+func validateNamespace(ns string) string {
+	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+		return msgs[0]
+	}
+	return ""
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/exporterset/exporterset/provisioner/plugin"
+	"github.com/exporterset/exporterset/provisioners/qemu"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// commit is the VCS revision the binary was built from, if Go recorded it.
+func commit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "exporterset-controller %s\n", version)
+	fmt.Fprintf(w, "commit: %s\n", commit())
+	fmt.Fprintf(w, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "plugin protocol versions: %d\n", plugin.ProtocolVersion)
+	fmt.Fprintf(w, "built-in provisioners: %s\n", qemu.Name)
+}
