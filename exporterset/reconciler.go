@@ -148,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if werr := r.writeStatus(ctx, p); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {
 			// The cache had not caught up with our last write: not an error, just again.
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
 		err = errors.Join(err, werr)
 	}
