@@ -1,15 +1,18 @@
 package exporterset_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
 )
 
 func TestCeilingHonouredAndScalingLimited(t *testing.T) {
@@ -82,28 +85,58 @@ func TestCooldownSurvivesRestart(t *testing.T) {
 	}
 }
 
-// Scale-down races the lease scheduler: leases arrive while the set shrinks. No Exporter that
-// holds a lease is ever disabled or deleted.
+// Scale-down races the lease scheduler. First deterministically: with two instances leased,
+// dropping the floor to zero retires only the idle ones, and the leased ones go only once
+// released. Then leases arrive while the set shrinks: no Exporter holding a lease is ever
+// disabled or deleted, and every lease ends up either assigned or Unsatisfiable.
 func TestScaleDownNeverRetiresLeased(t *testing.T) {
 	w := newWorld(t)
 	w.class("fake")
 	w.controller(env.Config)
 	set := w.set("pool", 6, 8, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.ScaleDownCooldown = &metav1.Duration{} })
 	w.waitStatus("pool", 30*time.Second, "6 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 6 })
-
 	stopWatch := watchLeasedNeverRetired(t, w, "pool")
-	leases := []string{"l0", "l1", "l2", "l3"}
-	w.edit(set, func() { set.Spec.MinReplicas = 0 })
-	for _, name := range leases {
-		w.lease(name, "pool")
+	defer stopWatch()
+
+	held := []*jumpstarterv1alpha1.Lease{w.lease("held-0", "pool"), w.lease("held-1", "pool")}
+	holders := map[string]bool{}
+	for _, l := range held {
+		holders[w.waitAssigned(l)] = true
 	}
-	time.Sleep(3 * time.Second)
-	stopWatch()
+	w.edit(set, func() { set.Spec.MinReplicas = 0 })
+	w.waitStatus("pool", 30*time.Second, "only the leased instances left", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return s.Replicas == 2 && s.LeasedReplicas == 2
+	})
 	for _, e := range w.exporters("pool") {
-		if e.Status.LeaseRef != nil && !e.IsEnabled() && e.Annotations[exporterset.AnnotationRetiring] != "" {
-			// A retiring leased exporter is allowed only if the lease came after the disable
-			// (the scheduler does not assign disabled exporters); the watcher checked that.
-			t.Logf("%s was leased while retiring", e.Name)
+		if !holders[e.Name] || !e.IsEnabled() {
+			t.Fatalf("after scale-down %s remains (enabled=%v); want only the lease holders %v", e.Name, e.IsEnabled(), holders)
 		}
+	}
+	for _, l := range held {
+		w.release(l)
+	}
+	w.waitStatus("pool", 30*time.Second, "empty after the releases", func(s vtv1alpha1.ExporterSetStatus) bool { return s.Replicas == 0 })
+
+	// The race: the floor jumps up and down while leases arrive.
+	var racing []*jumpstarterv1alpha1.Lease
+	for round := 0; round < 3; round++ {
+		w.edit(set, func() { set.Spec.MinReplicas = 4 })
+		w.waitStatus("pool", 30*time.Second, "4 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas >= 4 })
+		for k := 0; k < 2; k++ {
+			racing = append(racing, w.lease(fmt.Sprintf("race-%d-%d", round, k), "pool"))
+		}
+		w.edit(set, func() { set.Spec.MinReplicas = 0 })
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, l := range racing {
+		w.eventually(20*time.Second, "lease "+l.Name+" assigned or unsatisfiable", func() string {
+			if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil {
+				return err.Error()
+			}
+			if l.Status.ExporterRef != nil || apimeta.IsStatusConditionTrue(l.Status.Conditions, jumpstarterv1alpha1.LeaseConditionUnsatisfiable) {
+				return ""
+			}
+			return fmt.Sprintf("%v", l.Status.Conditions)
+		})
 	}
 }
