@@ -23,9 +23,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the Jumpstarter core's) 
 	$(CONTROLLER_GEN) rbac:roleName=exporterset-controller paths=./exporterset/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: run 'make generate manifests' and commit" >&2; exit 1; }
+verify-generated: generate manifests proto ## Fail when generated files (deepcopy, CRDs, RBAC, protobuf) differ from what is committed.
+	@git diff --exit-code -- api config provisioner/plugin/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config provisioner/plugin/pluginpb)" || { git status --porcelain -- api config provisioner/plugin/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
 
 .PHONY: envtest-bins
 envtest-bins: ## Build (once, cached) etcd, kube-apiserver, kubectl and kube-controller-manager.
@@ -39,6 +39,18 @@ lint: ## gofmt and go vet.
 .PHONY: test
 test: ## Build the control-plane binaries when missing, then run unit and integration tests.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-bins/build.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: run
+run: ## Run locally: embedded kube-apiserver + etcd, simulated Jumpstarter, the samples and a live view.
+	go run ./cmd/exporterset-controller dev $(ARGS)
+
+.PHONY: build
+build: ## Build the controller binary into bin/.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/exporterset-controller ./cmd/exporterset-controller
+
+.PHONY: bench
+bench: ## Go benchmarks: status math, planner, plugin call overhead.
+	go test -run='^$$' -bench=. -benchmem ./exporterset/... ./provisioner/...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 10s).
