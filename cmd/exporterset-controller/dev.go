@@ -147,9 +147,18 @@ func runDev(ctx context.Context, f *devFlags) error {
 }
 
 // applyDevFixtures creates what a Jumpstarter installation would have (the CA ConfigMap)
-// and the sample class and ExporterSet.
+// and the sample class and ExporterSet, in devNamespace.
 func applyDevFixtures(ctx context.Context, c client.Client, samplesDir string) error {
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: devNamespace},
+	return applyFixtures(ctx, c, samplesDir, devNamespace)
+}
+
+// applyDevFixturesIn applies the repository's samples into namespace ns (for tests).
+func applyDevFixturesIn(ctx context.Context, c client.Client, ns string) error {
+	return applyFixtures(ctx, c, "", ns)
+}
+
+func applyFixtures(ctx context.Context, c client.Client, samplesDir, ns string) error {
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: ns},
 		Data: map[string]string{exporterset.DefaultCAKey: "-----BEGIN CERTIFICATE-----\nZGV2IG1vZGUgQ0E=\n-----END CERTIFICATE-----\n"}}
 	if err := c.Create(ctx, ca); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
@@ -169,7 +178,7 @@ func applyDevFixtures(ctx context.Context, c client.Client, samplesDir string) e
 		if filepath.Base(path) == "kustomization.yaml" {
 			continue
 		}
-		if err := applyFile(ctx, c, path); err != nil {
+		if err := applyFile(ctx, c, path, ns); err != nil {
 			return err
 		}
 		fmt.Printf("dev: applied %s\n", path)
@@ -177,7 +186,7 @@ func applyDevFixtures(ctx context.Context, c client.Client, samplesDir string) e
 	return nil
 }
 
-func applyFile(ctx context.Context, c client.Client, path string) error {
+func applyFile(ctx context.Context, c client.Client, path, ns string) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return err
@@ -196,7 +205,7 @@ func applyFile(ctx context.Context, c client.Client, path string) error {
 			continue
 		}
 		if u.GetNamespace() == "" {
-			u.SetNamespace(devNamespace)
+			u.SetNamespace(ns)
 		}
 		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s: creating %s %s: %w", path, u.GetKind(), u.GetName(), err)

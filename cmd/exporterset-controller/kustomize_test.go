@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/exporterset/exporterset/internal/testenv"
+)
+
+// config/default renders with kustomize, and the API server accepts every object in it
+// (server-side dry-run apply): the Deployment, RBAC and CRDs are judged for real.
+func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
+	assets, err := testenv.AssetsDir(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(assets, "kubectl")
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl, "kustomize", filepath.Join(root, "config", "default")).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("kubectl kustomize: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	kinds := map[string]int{}
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		kinds[u.GetKind()]++
+		if u.GetKind() == "Namespace" {
+			// Dry-run would not create it, and the namespaced objects need it.
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}
+			if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := env.Client.Patch(ctx, u, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("kustomize-test")); err != nil {
+			t.Errorf("%s %s rejected: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	for _, want := range []string{"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "Deployment", "Service", "Namespace"} {
+		if kinds[want] == 0 {
+			t.Errorf("config/default renders no %s (got %v)", want, kinds)
+		}
+	}
+}
