@@ -54,7 +54,9 @@ func TestCooldownSurvivesRestart(t *testing.T) {
 	w := newWorld(t)
 	w.class("fake")
 	stop := w.controller(env.Config)
-	set := w.set("pool", 3, 5, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.ScaleDownCooldown = &metav1.Duration{Duration: 6 * time.Second} })
+	set := w.set("pool", 3, 5, 0, func(s *vtv1alpha1.ExporterSet) {
+		s.Spec.ScaleDownCooldown = &metav1.Duration{Duration: 6 * time.Second}
+	})
 	w.waitStatus("pool", 30*time.Second, "3 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 3 })
 
 	w.edit(set, func() { set.Spec.MinReplicas = 1 })

@@ -1,0 +1,8 @@
+// Command exporterset-provisioner-container is a complete third-party provisioner plugin for
+// the ExporterSet controller: it serves container.example.dev, whose instances are a Pod with
+// the Jumpstarter exporter next to a target container running any image. See README.md.
+package main
+
+import "github.com/exporterset/exporterset/provisioner/plugin"
+
+func main() { plugin.Serve(Provisioner{}) }

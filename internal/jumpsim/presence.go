@@ -1,0 +1,311 @@
+package jumpsim
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+)
+
+// Condition reasons and messages, as upstream's controller words them.
+const (
+	reasonSeen       = "Seen"
+	reasonOffline    = "Offline"
+	reasonRegister   = "Register"
+	reasonUnregister = "Unregister"
+
+	msgNeverSeen = "Never seen"
+	msgSeen      = "Last seen less than 1 minute ago"
+)
+
+// DeviceNameLabel is the device label carrying the driver name in status.devices.
+const DeviceNameLabel = "jumpstarter.dev/name"
+
+// presenceState holds the test hooks' overrides of what the exporter processes report.
+type presenceState struct {
+	mu         sync.Mutex
+	offline    map[types.NamespacedName]bool
+	override   map[types.NamespacedName]statusOverride
+	afterLease map[types.UID]time.Time
+}
+
+type statusOverride struct {
+	value   jsv1.ExporterStatusValue
+	message string
+}
+
+func newPresenceState() *presenceState {
+	return &presenceState{
+		offline:    map[types.NamespacedName]bool{},
+		override:   map[types.NamespacedName]statusOverride{},
+		afterLease: map[types.UID]time.Time{},
+	}
+}
+
+func (p *presenceState) forcedOffline(key types.NamespacedName) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.offline[key]
+}
+
+func (p *presenceState) statusOverride(key types.NamespacedName) (statusOverride, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o, ok := p.override[key]
+	return o, ok
+}
+
+func (p *presenceState) afterLeaseUntil(uid types.UID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.afterLease[uid]
+	if !t.IsZero() && !time.Now().Before(t) {
+		delete(p.afterLease, uid)
+		return time.Time{}
+	}
+	return t
+}
+
+func (p *presenceState) setAfterLease(uid types.UID, until time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.afterLease[uid] = until
+}
+
+// SetOffline makes the Exporter namespace/name report Online=False (exporterStatus Offline)
+// even while its Pod runs, as a lost connection does; Registered stays as it was. It lasts
+// until SetOnline, also across a re-creation of the Exporter under the same name. The
+// status is written before SetOffline returns.
+func (s *Simulator) SetOffline(ctx context.Context, namespace, name string) error {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	s.presence.mu.Lock()
+	s.presence.offline[key] = true
+	s.presence.mu.Unlock()
+	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	return err
+}
+
+// SetOnline removes a SetOffline override: the Exporter is online again if its Pod runs.
+func (s *Simulator) SetOnline(ctx context.Context, namespace, name string) error {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	s.presence.mu.Lock()
+	delete(s.presence.offline, key)
+	s.presence.mu.Unlock()
+	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	return err
+}
+
+// SetExporterStatus makes the online Exporter namespace/name report value (for example
+// AfterLeaseHookFailed, which the lease scheduler skips as NotReady) with message as its
+// statusMessage. An empty value removes the override. An offline Exporter reports Offline
+// regardless.
+func (s *Simulator) SetExporterStatus(ctx context.Context, namespace, name string, value jsv1.ExporterStatusValue, message string) error {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	s.presence.mu.Lock()
+	if value == "" {
+		delete(s.presence.override, key)
+	} else {
+		s.presence.override[key] = statusOverride{value: value, message: message}
+	}
+	s.presence.mu.Unlock()
+	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	return err
+}
+
+// presenceView is what the simulated exporter process of one Exporter reports.
+type presenceView struct {
+	// pod is the Pod whose exporter process is connected, nil when none is.
+	pod *corev1.Pod
+	// cfg is that Pod's exporter config, nil when unreadable.
+	cfg *exporterConfig
+}
+
+// observePresence finds the Pod serving an Exporter: controlled by it, Running, not
+// terminating, and its exporter process has not exited after a lease. Several such Pods
+// (a controller bug) resolve to the first by name.
+func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (presenceView, error) {
+	pods, err := s.controlledPods(ctx, ex.Namespace, ex.UID)
+	if err != nil {
+		return presenceView{}, err
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if _, exited := s.exitedAfterLease(ctx, pod); exited {
+			continue
+		}
+		cfg, _, _ := s.readExporterConfig(ctx, pod)
+		return presenceView{pod: pod, cfg: cfg}, nil
+	}
+	return presenceView{}, nil
+}
+
+// controlledPods lists, sorted by name, the Pods whose controller has this UID.
+func (s *Simulator) controlledPods(ctx context.Context, namespace string, uid types.UID) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := s.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexOwnerUID: string(uid)}); err != nil {
+		return nil, err
+	}
+	out := list.Items[:0]
+	for _, p := range list.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == uid {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// applyPresence writes what the exporter process reports into ex's status and reports
+// whether anything changed and when to look again.
+func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Time) (bool, time.Duration) {
+	key := client.ObjectKeyFromObject(ex)
+	// Without a token the process cannot register, however long its Pod runs.
+	connected := v.pod != nil && ex.Status.Credential != nil
+	forced := s.presence.forcedOffline(key)
+	online := connected && !forced
+	wasOnline := meta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionOnline)
+	gen := ex.Generation
+	changed := false
+	var requeue time.Duration
+
+	if connected {
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, true, gen, reasonRegister,
+			fmt.Sprintf("Exporter process in pod %s registered", v.pod.Name)) || changed
+		devices := devicesFor(ex, v.cfg)
+		if !equality.Semantic.DeepEqual(ex.Status.Devices, devices) {
+			ex.Status.Devices = devices
+			changed = true
+		}
+	} else {
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, gen, reasonUnregister,
+			"No exporter process is registered") || changed
+		if ex.Status.Devices != nil {
+			ex.Status.Devices = nil
+			changed = true
+		}
+	}
+
+	if online {
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, true, gen, reasonSeen, msgSeen) || changed
+		hb := s.opts.heartbeat
+		if !wasOnline || ex.Status.LastSeen.IsZero() || (hb > 0 && now.Sub(ex.Status.LastSeen.Time) >= hb) {
+			ex.Status.LastSeen = metav1.NewTime(now)
+			changed = true
+		}
+		if hb > 0 {
+			requeue = hb
+		}
+		value, message, until := s.onlineStatusValue(ex)
+		if !until.IsZero() {
+			requeue = minPositive(requeue, until.Sub(now))
+		}
+		changed = setStatusValue(ex, value, message) || changed
+	} else {
+		var reason, message string
+		switch {
+		case connected: // forced offline
+			reason, message = reasonOffline, "Connection lost (jumpsim SetOffline)"
+		case ex.Status.LastSeen.IsZero():
+			reason, message = reasonSeen, msgNeverSeen
+		default:
+			reason, message = reasonOffline, "Exporter process is not running"
+		}
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, gen, reason, message) || changed
+		changed = setStatusValue(ex, jsv1.ExporterStatusOffline, message) || changed
+	}
+	return changed, requeue
+}
+
+// onlineStatusValue is the exporterStatus of an online Exporter: an override, else
+// LeaseReady while leased, AfterLeaseHook during the after-lease pause, else Available. It
+// also returns when the after-lease pause ends.
+func (s *Simulator) onlineStatusValue(ex *jsv1.Exporter) (jsv1.ExporterStatusValue, string, time.Time) {
+	if o, ok := s.presence.statusOverride(client.ObjectKeyFromObject(ex)); ok {
+		return o.value, o.message, time.Time{}
+	}
+	if ex.Status.LeaseRef != nil {
+		return jsv1.ExporterStatusLeaseReady, "", time.Time{}
+	}
+	if until := s.presence.afterLeaseUntil(ex.UID); !until.IsZero() {
+		return jsv1.ExporterStatusAfterLeaseHook, "Running after-lease hook", until
+	}
+	return jsv1.ExporterStatusAvailable, "", time.Time{}
+}
+
+// markExited sets the status an exporter process reports as it shuts down, so the lease
+// scheduler never sees it free and online between its lease's end and its Pod completing.
+func markExited(ex *jsv1.Exporter) {
+	const message = "Exporter process exited after its lease (exitOnLeaseEnd)"
+	setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, ex.Generation, reasonOffline, message)
+	setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, ex.Generation, reasonUnregister, message)
+	ex.Status.Devices = nil
+	setStatusValue(ex, jsv1.ExporterStatusOffline, message)
+}
+
+func setStatusValue(ex *jsv1.Exporter, value jsv1.ExporterStatusValue, message string) bool {
+	if ex.Status.ExporterStatusValue == value && ex.Status.StatusMessage == message {
+		return false
+	}
+	ex.Status.ExporterStatusValue, ex.Status.StatusMessage = value, message
+	return true
+}
+
+// setCond sets a condition; lastTransitionTime moves only when the status changes.
+func setCond(conds *[]metav1.Condition, typ string, status bool, gen int64, reason, message string) bool {
+	st := metav1.ConditionFalse
+	if status {
+		st = metav1.ConditionTrue
+	}
+	return meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: st, ObservedGeneration: gen, Reason: reason, Message: message,
+	})
+}
+
+// devicesFor reports one device per configured driver (a single "root" device when the
+// config is unreadable), with UUIDs stable per Exporter.
+func devicesFor(ex *jsv1.Exporter, cfg *exporterConfig) []jsv1.Device {
+	names := []string{"root"}
+	if cfg != nil && len(cfg.Export) > 0 {
+		names = cfg.driverNames()
+	}
+	out := make([]jsv1.Device, 0, len(names))
+	for _, n := range names {
+		out = append(out, jsv1.Device{Uuid: deviceUUID(ex.UID, n), Labels: map[string]string{DeviceNameLabel: n}})
+	}
+	return out
+}
+
+func deviceUUID(uid types.UID, driver string) string {
+	h := sha256.Sum256([]byte(string(uid) + "/" + driver))
+	h[6] = (h[6] & 0x0f) | 0x50 // a name-based (v5-style) UUID layout
+	h[8] = (h[8] & 0x3f) | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
+	case a < b:
+		return a
+	default:
+		return b
+	}
+}

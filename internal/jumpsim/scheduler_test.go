@@ -1,0 +1,379 @@
+package jumpsim
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+)
+
+var board = map[string]string{"board": "x86-64-virtual"}
+
+func cond(l *jsv1.Lease, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(l.Status.Conditions, typ)
+}
+
+func exporterObj(ns, name string) *jsv1.Exporter {
+	return &jsv1.Exporter{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func leaseObj(ns, name string) *jsv1.Lease {
+	return &jsv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func TestLeaseAssignedToFirstByName(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	for _, n := range []string{"exp-b", "exp-a", "exp-c"} {
+		startExporter(t, sim, ns, n, board, false)
+	}
+	startExporter(t, sim, ns, "other", map[string]string{"board": "arm"}, false)
+
+	if _, err := sim.TakeLease(ctx, ns, "l1", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sim.WaitLeaseAssigned(ctx, ns, "l1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Status.ExporterRef.Name != "exp-a" || l.Status.BeginTime == nil || l.Status.Ended {
+		t.Fatalf("lease status %+v", l.Status)
+	}
+	if c := cond(l, jsv1.LeaseConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready %+v", c)
+	}
+	exA := getObj(t, exporterObj(ns, "exp-a"))
+	eventually(t, 5*time.Second, func() error {
+		l = getObj(t, leaseObj(ns, "l1"))
+		ref := metav1.GetControllerOf(l)
+		if ref == nil || ref.UID != exA.UID || ref.Kind != "Exporter" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+			return fmt.Errorf("lease controller %+v", ref)
+		}
+		exA = getObj(t, exA)
+		if exA.Status.LeaseRef == nil || exA.Status.LeaseRef.Name != "l1" || exA.Status.ExporterStatusValue != jsv1.ExporterStatusLeaseReady {
+			return fmt.Errorf("exporter leaseRef %v status %q", exA.Status.LeaseRef, exA.Status.ExporterStatusValue)
+		}
+		return nil
+	})
+
+	// The next lease gets the next name; a pinned one gets its pin.
+	if _, err := sim.TakeLease(ctx, ns, "l2", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	pinned := &jsv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "l3"},
+		Spec: jsv1.LeaseSpec{
+			ClientRef:   exRef(TestClientName),
+			Selector:    metav1.LabelSelector{MatchLabels: board},
+			ExporterRef: ptr.To(exRef("exp-c")),
+		},
+	}
+	if err := env.Client.Create(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
+	for lease, want := range map[string]string{"l2": "exp-b", "l3": "exp-c"} {
+		l, err := sim.WaitLeaseAssigned(ctx, ns, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Status.ExporterRef.Name != want {
+			t.Errorf("lease %s got %s, want %s", lease, l.Status.ExporterRef.Name, want)
+		}
+	}
+}
+
+func TestLeaseUnsatisfiable(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	check := func(name string) {
+		t.Helper()
+		l, err := sim.WaitLeaseEnded(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cond(l, jsv1.LeaseConditionUnsatisfiable); c == nil || c.Status != metav1.ConditionTrue {
+			t.Fatalf("%s Unsatisfiable %+v", name, c)
+		}
+		if c := cond(l, jsv1.LeaseConditionPending); c == nil || c.Status != metav1.ConditionFalse {
+			t.Fatalf("%s Pending %+v", name, c)
+		}
+		if l.Labels[jsv1.LeaseEndedLabel] != "true" {
+			eventually(t, 5*time.Second, func() error {
+				if getObj(t, leaseObj(ns, name)).Labels[jsv1.LeaseEndedLabel] != "true" {
+					return fmt.Errorf("%s has no ended label", name)
+				}
+				return nil
+			})
+		}
+		if l.Status.ExporterRef != nil {
+			t.Fatalf("%s assigned", name)
+		}
+	}
+
+	// Nothing matches at all.
+	if _, err := sim.TakeLease(ctx, ns, "nomatch", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("nomatch")
+
+	// Matches exist but all are disabled; allowDisabled makes them eligible.
+	ex := startExporter(t, sim, ns, "disabled", board, false)
+	ex.Spec.Enabled = ptr.To(false)
+	if err := env.Client.Update(ctx, ex); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		// Give the simulator's cache the update before the next lease arrives.
+		if got := getObj(t, exporterObj(ns, "disabled")); got.IsEnabled() {
+			return fmt.Errorf("still enabled")
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	if _, err := sim.TakeLease(ctx, ns, "alldisabled", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	check("alldisabled")
+
+	allow := &jsv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "allow"},
+		Spec:       jsv1.LeaseSpec{ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{MatchLabels: board}, AllowDisabled: true},
+	}
+	if err := env.Client.Create(ctx, allow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeaseAssigned(ctx, ns, "allow"); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, sim, ActionLeaseUnsatisfiable, 2)
+}
+
+// A lease created right after its Exporter is not ended as unsatisfiable just because the
+// simulator's cache has not seen the Exporter yet.
+func TestLeaseRightAfterExporterIsNotUnsatisfiable(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	for i := range 20 {
+		name := fmt.Sprintf("race-%02d", i)
+		createExporter(t, ns, name, map[string]string{"race": name})
+		if _, err := sim.TakeLease(ctx, ns, name, map[string]string{"race": name}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := sim.WaitLeasePending(ctx, ns, fmt.Sprintf("race-%02d", i), ReasonOffline); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLeasePendingOffline(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	ex := createExporter(t, ns, "cold", board) // no Pod: never online
+	if _, err := sim.TakeLease(ctx, ns, "wait", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeasePending(ctx, ns, "wait", ReasonOffline); err != nil {
+		t.Fatal(err)
+	}
+	consistently(t, 300*time.Millisecond, func() error {
+		if l := getObj(t, leaseObj(ns, "wait")); l.Status.Ended {
+			return fmt.Errorf("lease ended while a matching exporter exists")
+		}
+		return nil
+	})
+	// The exporter coming up is an event: the waiting lease gets it.
+	createConfigSecret(t, ex, false)
+	createPod(t, ex, "cold")
+	l, err := sim.WaitLeaseAssigned(ctx, ns, "wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pending stays True after assignment, as upstream leaves it.
+	if c := cond(l, jsv1.LeaseConditionPending); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Pending after assignment %+v", c)
+	}
+}
+
+func TestLeaseNotAvailableUntilReleased(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "only", board, false) // InPlaceReuse: stays up after a lease
+	if _, err := sim.TakeLease(ctx, ns, "first", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeaseAssigned(ctx, ns, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.TakeLease(ctx, ns, "second", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeasePending(ctx, ns, "second", ReasonNotAvailable); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := sim.ReleaseLease(ctx, ns, "first"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sim.WaitLeaseEnded(ctx, ns, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(l, jsv1.LeaseConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonReleased || l.Status.EndTime == nil {
+		t.Fatalf("released lease: Ready %+v endTime %v", c, l.Status.EndTime)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if getObj(t, leaseObj(ns, "first")).Labels[jsv1.LeaseEndedLabel] != "true" {
+			return fmt.Errorf("no ended label")
+		}
+		return nil
+	})
+	l, err = sim.WaitLeaseAssigned(ctx, ns, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Status.ExporterRef.Name != "only" {
+		t.Fatalf("second got %s", l.Status.ExporterRef.Name)
+	}
+	ex := getObj(t, exporterObj(ns, "only"))
+	if ex.Status.LeaseRef == nil || ex.Status.LeaseRef.Name != "second" {
+		eventually(t, 5*time.Second, func() error {
+			if ex := getObj(t, exporterObj(ns, "only")); ex.Status.LeaseRef == nil || ex.Status.LeaseRef.Name != "second" {
+				return fmt.Errorf("leaseRef %v", ex.Status.LeaseRef)
+			}
+			return nil
+		})
+	}
+	if err := sim.ReleaseLease(ctx, ns, "second"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitExporter(ctx, ns, "only", func(e *jsv1.Exporter) bool {
+		return e.Status.LeaseRef == nil && e.Status.ExporterStatusValue == jsv1.ExporterStatusAvailable && ExporterReady(e)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLeaseNotReadyExporterSkipped(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "busy", board, false)
+	if err := sim.SetExporterStatus(ctx, ns, "busy", jsv1.ExporterStatusAfterLeaseHookFailed, "hook failed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.TakeLease(ctx, ns, "l", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeasePending(ctx, ns, "l", ReasonNotReady); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetExporterStatus(ctx, ns, "busy", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeaseAssigned(ctx, ns, "l"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAfterLeaseDelay(t *testing.T) {
+	sim, ns := startSim(t, WithAfterLeaseDelay(time.Second))
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "hooked", board, false)
+	if _, err := sim.TakeLease(ctx, ns, "a", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeaseAssigned(ctx, ns, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.ReleaseLease(ctx, ns, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitExporter(ctx, ns, "hooked", func(e *jsv1.Exporter) bool {
+		return e.Status.ExporterStatusValue == jsv1.ExporterStatusAfterLeaseHook
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.TakeLease(ctx, ns, "b", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeasePending(ctx, ns, "b", ReasonNotReady); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeaseAssigned(ctx, ns, "b"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLeaseExpires(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "e", board, false)
+	if _, err := sim.TakeLease(ctx, ns, "short", board, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sim.WaitLeaseAssigned(ctx, ns, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = sim.WaitLeaseEnded(ctx, ns, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := l.Status.EndTime.Sub(l.Status.BeginTime.Time)
+	if c := cond(l, jsv1.LeaseConditionReady); c.Reason != ReasonExpired || took < 1*time.Second || took > 4*time.Second {
+		t.Fatalf("expired after %s, Ready %+v", took, c)
+	}
+	if _, err := sim.WaitExporter(ctx, ns, "e", func(e *jsv1.Exporter) bool { return e.Status.LeaseRef == nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	// spec.endTime ends a lease as well, even one never assigned.
+	past := metav1.NewTime(time.Now().Add(-time.Minute))
+	late := &jsv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "late"},
+		Spec:       jsv1.LeaseSpec{ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{MatchLabels: board}, EndTime: &past},
+	}
+	if err := env.Client.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	l, err = sim.WaitLeaseEnded(ctx, ns, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(l, jsv1.LeaseConditionReady); c == nil || c.Reason != ReasonExpired || l.Status.ExporterRef != nil {
+		t.Fatalf("late lease %+v", l.Status)
+	}
+}
+
+func TestLeaseWaitsForBeginTime(t *testing.T) {
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "e", board, false)
+	begin := metav1.NewTime(time.Now().Add(2 * time.Second))
+	l := &jsv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"},
+		Spec: jsv1.LeaseSpec{
+			ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{MatchLabels: board},
+			BeginTime: &begin, Duration: &metav1.Duration{Duration: time.Minute},
+		},
+	}
+	if err := env.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.WaitLeasePending(ctx, ns, "later", ReasonWaiting); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sim.WaitLeaseAssigned(ctx, ns, "later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.BeginTime.Time.Before(begin.Truncate(time.Second)) {
+		t.Fatalf("began %v, before %v", got.Status.BeginTime, begin)
+	}
+}

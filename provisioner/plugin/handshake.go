@@ -1,0 +1,40 @@
+package plugin
+
+import (
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// ProtocolVersion is the plugin protocol this package implements (pluginpb, package
+// exporterset.provisioner.v1). A host offers every version it speaks and go-plugin picks the
+// highest one the plugin serves too, so a v2 can be added next to v1 without breaking the
+// plugins already built.
+const ProtocolVersion = 1
+
+// PluginName is the name of the provisioner plugin in go-plugin's plugin sets.
+const PluginName = "provisioner"
+
+// BinaryPrefix starts the file name of every plugin executable the host discovers, e.g.
+// exporterset-provisioner-renode.
+const BinaryPrefix = "exporterset-provisioner-"
+
+// Handshake is the go-plugin handshake of host and plugins. The magic cookie is not a security
+// measure: it makes a plugin binary started by hand say what it is instead of waiting for a
+// host. ProtocolVersion is left 0 because the versions come from VersionedPlugins.
+var Handshake = goplugin.HandshakeConfig{
+	MagicCookieKey:   "EXPORTERSET_PROVISIONER_PLUGIN",
+	MagicCookieValue: "b7f4b1e2-provisioner-v1-9c1d5e0a",
+}
+
+// AllowedProtocols is gRPC only. It must be set explicitly on the host: go-plugin accepts only
+// net/rpc when it is left unset, and net/rpc would need a second implementation of everything.
+var AllowedProtocols = []goplugin.Protocol{goplugin.ProtocolGRPC}
+
+// VersionedPlugins returns the plugin sets per protocol version. impl is the provisioner a
+// plugin serves; a host passes nil.
+func VersionedPlugins(impl provisioner.Provisioner) map[int]goplugin.PluginSet {
+	return map[int]goplugin.PluginSet{
+		ProtocolVersion: {PluginName: &GRPCPlugin{Impl: impl}},
+	}
+}
