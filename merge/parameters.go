@@ -86,7 +86,7 @@ func Decode(side string, raw []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, &InputError{Side: side, Err: fmt.Errorf("%w, got %s", ErrNotObject, kindOf(v))}
+		return nil, &InputError{Side: side, Err: fmt.Errorf("%w, got %s", ErrNotObject, KindOf(v))}
 	}
 	return obj, nil
 }
@@ -159,9 +159,9 @@ func encode(obj map[string]any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// kindOf names a decoded JSON value's type the way JSON does, for error
-// messages.
-func kindOf(v any) string {
+// KindOf names a decoded JSON value's type the way JSON does ("object", "array",
+// "number", ...), for error messages about parameters.
+func KindOf(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

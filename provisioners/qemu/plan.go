@@ -13,6 +13,8 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
+
+	"github.com/exporterset/exporterset/merge"
 )
 
 var (
@@ -113,7 +115,7 @@ func decodeConfig(path *field.Path, d vtv1alpha1.DriverSpec) (map[string]any, *f
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, field.TypeInvalid(path, jsonKind(v), "must be a JSON object")
+		return nil, field.TypeInvalid(path, merge.KindOf(v), "must be a JSON object")
 	}
 	return m, nil
 }

@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/exporterset/exporterset/merge"
 )
 
 // parametersPath roots every parameter error, as the Provisioner contract asks.
@@ -169,7 +171,7 @@ func decodeTop(raw []byte) (map[string]any, *field.Error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, field.TypeInvalid(parametersPath, jsonKind(v), "must be a JSON object")
+		return nil, field.TypeInvalid(parametersPath, merge.KindOf(v), "must be a JSON object")
 	}
 	return m, nil
 }
@@ -332,26 +334,6 @@ func appendErr(errs field.ErrorList, err *field.Error) field.ErrorList {
 		return errs
 	}
 	return append(errs, err)
-}
-
-// jsonKind names a decoded JSON value's type as JSON does.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case json.Number:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 // abbreviate shortens raw input quoted in a message.
