@@ -1,0 +1,94 @@
+package exporterset_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+func exporterConfig(t *testing.T, w *world, exporter string) *exporterset.ExporterConfig {
+	t.Helper()
+	var s corev1.Secret
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.ConfigSecretName(exporter)}, &s); err != nil {
+		return nil
+	}
+	var cfg exporterset.ExporterConfig
+	if err := yaml.Unmarshal(s.Data[provisioner.ExporterConfigFile], &cfg); err != nil {
+		t.Fatalf("config of %s is not an ExporterConfig: %v", exporter, err)
+	}
+	return &cfg
+}
+
+// The config Secret follows the contract page, is re-synced when the token rotates, and a
+// credential Secret that loses its token is a condition, not a crash loop.
+func TestExporterConfigSyncAndTokenRotation(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 1, 2, 0)
+	w.waitStatus("pool", 30*time.Second, "1 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 1 })
+	e := w.exporters("pool")[0]
+
+	cfg := exporterConfig(t, w, e.Name)
+	if cfg == nil || cfg.Kind != "ExporterConfig" || cfg.APIVersion != "jumpstarter.dev/v1alpha1" ||
+		cfg.Metadata.Name != e.Name || cfg.Metadata.Namespace != w.ns || cfg.Endpoint != e.Status.Endpoint ||
+		!cfg.ExitOnLeaseEnd || cfg.Token == "" || cfg.TLS.CA == "" {
+		t.Fatalf("config does not follow the contract: %+v", cfg)
+	}
+	if _, ok := cfg.Export["power"]; !ok {
+		t.Errorf("template driver missing from export: %v", cfg.Export)
+	}
+	if _, ok := cfg.Export["fake"]; !ok {
+		t.Errorf("provisioner-enriched driver missing from export: %v", cfg.Export)
+	}
+
+	token, err := w.sim.RotateToken(w.ctx, w.ns, e.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(20*time.Second, "the rotated token in the config", func() string {
+		if c := exporterConfig(t, w, e.Name); c == nil || c.Token != token {
+			return "old token"
+		}
+		return ""
+	})
+
+	var cred corev1.Secret
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: e.Status.Credential.Name}, &cred); err != nil {
+		t.Fatal(err)
+	}
+	delete(cred.Data, exporterset.TokenKey)
+	if err := w.c.Update(w.ctx, &cred); err != nil {
+		t.Fatal(err)
+	}
+	st := w.waitStatus("pool", 20*time.Second, "CredentialsMissing", func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, _ := degraded(s)
+		return r == vtv1alpha1.ReasonCredentialsMissing
+	})
+	if _, msg := degraded(st); !strings.Contains(msg, `no "token" key`) {
+		t.Errorf("message %q does not name the missing key", msg)
+	}
+	if n := len(w.exporters("pool")); n != 1 {
+		t.Fatalf("instances changed on a credential problem: %d", n)
+	}
+}
+
+// InPlaceReuse exporters do not exit after a lease.
+func TestInPlaceReuseConfigKeepsExporterRunning(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 1, 2, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.RecycleStrategy = vtv1alpha1.RecycleInPlaceReuse })
+	w.waitStatus("pool", 30*time.Second, "1 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 1 })
+	if cfg := exporterConfig(t, w, w.exporters("pool")[0].Name); cfg == nil || cfg.ExitOnLeaseEnd {
+		t.Fatalf("InPlaceReuse config: %+v", cfg)
+	}
+}
