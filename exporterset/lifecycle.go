@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,7 +92,8 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 }
 
 // caBundle returns the PEM bundle exporters trust, read once per pass. The ConfigMap is read
-// uncached: caching every ConfigMap of the cluster to watch one would cost memory.
+// uncached (caching every ConfigMap of the cluster to watch one would cost memory), and a
+// bundle found is reused for caTTL, so a busy set does not cost a read per reconcile.
 func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
 	if p.caProblem != "" {
 		return nil, nil
@@ -106,9 +108,15 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
 			key = vtv1alpha1.DefaultCABundleKey
 		}
 	}
+	memoKey := p.set.Namespace + "/" + name + "/" + key
+	if v, ok := r.caMemo.Load(memoKey); ok && r.clock.Since(v.(caEntry).at) < caTTL {
+		p.ca = v.(caEntry).pem
+		return p.ca, nil
+	}
 	var cm corev1.ConfigMap
 	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: p.set.Namespace, Name: name}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.caMemo.Delete(memoKey)
 			p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s not found", p.set.Namespace, name)
 			return nil, nil
 		}
@@ -121,11 +129,22 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
 		}
 	}
 	if !ok || ca == "" {
+		r.caMemo.Delete(memoKey)
 		p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s has no key %q", p.set.Namespace, name, key)
 		return nil, nil
 	}
 	p.ca = []byte(ca)
+	r.caMemo.Store(memoKey, caEntry{pem: p.ca, at: r.clock.Now()})
 	return p.ca, nil
+}
+
+// caTTL bounds how long a CA bundle read is reused; a rotated CA reaches the config Secrets
+// within it (the reconciler also looks at every set again within resyncInterval).
+const caTTL = 30 * time.Second
+
+type caEntry struct {
+	pem []byte
+	at  time.Time
 }
 
 // token returns the exporter's token from the Jumpstarter credential Secret. The Secret is

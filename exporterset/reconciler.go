@@ -45,6 +45,18 @@ type Reconciler struct {
 	describeMu sync.Mutex
 	describes  map[string]describeEntry
 	drivers    sync.Map // exporter namespace/name -> driversEntry
+	caMemo     sync.Map // namespace/configmap/key -> caEntry
+	validated  sync.Map // set namespace/name -> validationEntry
+}
+
+// validationEntry remembers a Validate verdict for one version of a set and its class:
+// Validate is deterministic, and for a plugin it is a remote call.
+type validationEntry struct {
+	setUID          string
+	setGeneration   int64
+	classVersion    string
+	defaultsVersion string
+	err             error
 }
 
 type describeEntry struct {
@@ -133,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.String())
 			r.metrics.forget(req.Namespace, req.Name)
+			r.validated.Delete(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -155,8 +168,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	p.requeueIn(resyncInterval)
 	return ctrl.Result{RequeueAfter: p.requeue}, nil
 }
+
+// resyncInterval is how often a quiet set is looked at anyway: what is not watched (the CA
+// ConfigMap) reaches it within this time.
+const resyncInterval = 5 * time.Minute
 
 // reconcile runs observe -> compute status -> plan -> act. It returns skip=true when the
 // status must be left untouched: the set belongs to a provisioner this controller does not
@@ -232,7 +250,7 @@ func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) error {
 	}
 	req, err := provisioner.NewRequest(p.set, p.class, desc.DefaultImages)
 	if err == nil {
-		err = p.prov.Validate(ctx, req)
+		err = r.validate(ctx, p, req, desc)
 	}
 	if err != nil {
 		return r.provisionerFailed(p, "validating parameters", err)
@@ -252,6 +270,26 @@ func (r *Reconciler) provisionerFailed(p *pass, what string, err error) error {
 	p.block(vtv1alpha1.ReasonProvisionerError, "%s: %v", what, err)
 	r.recorder.Eventf(p.set, nil, "Warning", EventProvisionerError, "Reconcile", "%s: %v", what, err)
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// validate calls the provisioner's Validate unless this version of the set and class was
+// validated already. Only verdicts are remembered (success or invalid input), never a
+// transient failure.
+func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Request, desc provisioner.Description) error {
+	key := keyOf(p.set)
+	want := validationEntry{setUID: string(p.set.UID), setGeneration: p.set.Generation, classVersion: string(p.class.UID) + "/" + p.class.ResourceVersion, defaultsVersion: desc.Version}
+	if v, ok := r.validated.Load(key); ok {
+		e := v.(validationEntry)
+		if e.setUID == want.setUID && e.setGeneration == want.setGeneration && e.classVersion == want.classVersion && e.defaultsVersion == want.defaultsVersion {
+			return e.err
+		}
+	}
+	err := p.prov.Validate(ctx, req)
+	if err == nil || provisioner.IsInvalid(err) {
+		want.err = err
+		r.validated.Store(key, want)
+	}
+	return err
 }
 
 func (r *Reconciler) describe(ctx context.Context, name string, prov provisioner.Provisioner) (provisioner.Description, error) {

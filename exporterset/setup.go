@@ -68,7 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&jumpstarterv1alpha1.Exporter{}).
+		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(exporterChanged)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&vtv1alpha1.VirtualTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.setsOfClass)).
