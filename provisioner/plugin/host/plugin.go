@@ -245,7 +245,9 @@ func (p *Plugin) call(ctx context.Context, method string, fn func(context.Contex
 	case te.Code == codes.Unavailable:
 		p.fail(inst, fmt.Errorf("%s: %w", method, err))
 		return provisioner.Transient(fmt.Errorf("plugin %s (pid %d) became unreachable during %s; it is restarted on the next call: %w", p.label, inst.pid, method, err))
-	case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case ctx.Err() == nil && (errors.Is(cctx.Err(), context.DeadlineExceeded) || te.Code == codes.DeadlineExceeded):
+		// The server side may report the propagated deadline a moment before our own timer
+		// fires: either way it is this call's deadline, not the caller's.
 		return provisioner.Transient(fmt.Errorf("plugin %s did not answer %s within %s: %w", p.label, method, p.opts.CallTimeout, err))
 	default:
 		return &provisioner.Error{Code: provisioner.CodeOf(err), Err: fmt.Errorf("plugin %s: %w", p.label, err)}
