@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,7 +28,8 @@ func condition(st vtv1alpha1.ExporterSetStatus, typ string) *string {
 func TestScaleFromZeroToMinReplicas(t *testing.T) {
 	w := newWorld(t)
 	w.class("fake")
-	w.controller(env.Config)
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
 	w.set("pool", 3, 4, 0)
 	st := w.waitStatus("pool", 30*time.Second, "3 ready instances", func(s vtv1alpha1.ExporterSetStatus) bool {
 		return s.Replicas == 3 && s.ReadyReplicas == 3 && s.AvailableReplicas == 3 && s.PodsRunning == 3
@@ -46,6 +50,43 @@ func TestScaleFromZeroToMinReplicas(t *testing.T) {
 	if got := condition(st, vtv1alpha1.ConditionAvailable); got == nil || *got != "True/"+vtv1alpha1.ReasonWarmBufferMet {
 		t.Errorf("Available = %v", got)
 	}
+
+	// Metrics on the registry given, and an event per create.
+	w.eventually(10*time.Second, "metrics", func() string {
+		got, err := testutil.GatherAndCount(reg, "exporterset_instances_created_total", "exporterset_available_replicas")
+		if err != nil {
+			return err.Error()
+		}
+		if got != 2 {
+			return fmt.Sprintf("%d series", got)
+		}
+		families, _ := reg.Gather()
+		for _, f := range families {
+			if f.GetName() == "exporterset_instances_created_total" && f.GetMetric()[0].GetCounter().GetValue() != 3 {
+				return fmt.Sprintf("created_total = %v", f.GetMetric()[0].GetCounter().GetValue())
+			}
+			if f.GetName() == "exporterset_available_replicas" && f.GetMetric()[0].GetGauge().GetValue() != 3 {
+				return fmt.Sprintf("available = %v", f.GetMetric()[0].GetGauge().GetValue())
+			}
+		}
+		return ""
+	})
+	w.eventually(10*time.Second, "3 Created events", func() string {
+		var events eventsv1.EventList
+		if err := w.c.List(w.ctx, &events, client.InNamespace(w.ns)); err != nil {
+			return err.Error()
+		}
+		n := 0
+		for _, e := range events.Items {
+			if e.Reason == exporterset.EventCreated && e.Regarding.Name == "pool" {
+				n++
+			}
+		}
+		if n != 3 {
+			return fmt.Sprintf("%d Created events", n)
+		}
+		return ""
+	})
 }
 
 func TestWarmBufferRefilledAfterEachLease(t *testing.T) {
