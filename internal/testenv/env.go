@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -145,6 +146,11 @@ func (e *Env) CreateNamespace(ctx context.Context, prefix string) (string, error
 // stops it. A start failure fails the package with the reason (never a skip: without the
 // binaries the message names the command that builds them).
 func Main(m interface{ Run() int }, env **Env, opts ...Option) {
+	if Fuzzing() {
+		// A fuzz run (and each of its worker processes) runs only the fuzz target: no test
+		// needs the API server, and starting one per worker would starve the fuzzer.
+		os.Exit(m.Run())
+	}
 	e, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -171,4 +177,18 @@ func (e *Env) WriteKubeconfig(path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// Fuzzing reports whether this test binary runs a fuzz target (go test -fuzz, or one of its
+// worker processes). It parses the command line flags, as TestMain must before reading them.
+func Fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }

@@ -2,7 +2,6 @@ package qemu
 
 import (
 	"context"
-	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -18,16 +17,9 @@ import (
 // provisioner renders.
 var env *testenv.Env
 
-// TestMain starts the apiserver once for the package, except when fuzzing: the fuzz target
-// checks only what it can check alone, and its workers should not each start a control
-// plane.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
-		os.Exit(m.Run())
-	}
-	testenv.Main(m, &env)
-}
+// TestMain starts the apiserver once for the package (testenv.Main skips it when fuzzing: the
+// fuzz target checks only what it can check alone).
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // restrictedNamespace enforces the "restricted" Pod Security Standard, the strictest one:
 // rendered Pods must pass it, the runtime container included.
