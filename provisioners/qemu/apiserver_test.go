@@ -2,7 +2,6 @@ package qemu
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
