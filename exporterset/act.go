@@ -50,14 +50,62 @@ func (r *Reconciler) act(ctx context.Context, p *pass) error {
 	for _, in := range p.plan.StartPods {
 		start[in.Name()] = true
 	}
+	var live []*Instance
 	for _, in := range p.obs.Instances {
 		if done[in.Name()] || in.Deleting() || in.Retiring() {
 			continue
 		}
-		errs = append(errs, r.configure(ctx, p, in, start[in.Name()]))
+		live = append(live, in)
 	}
+	errs = append(errs, r.configureAll(ctx, p, live, start))
 	if len(p.credMissing) > 0 || p.caProblem != "" {
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
+	}
+	return errors.Join(errs...)
+}
+
+// configureAll configures the live instances concurrently, at most createParallelism at
+// once: an instance new to the pool costs a few requests (token, config Secret, Pod), and
+// one instance after another a scale-up of N took N times their round trips. Each instance
+// works on its own copy of the pass, whose problem fields are merged back in instance
+// order, so the conditions come out exactly as one after another.
+func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance, start map[string]bool) error {
+	for _, in := range live {
+		if in.Credentialed() {
+			// The CA bundle is read once, here, not by every instance at once. An error is
+			// met again, and returned, by each instance below.
+			_, _ = r.caBundle(ctx, p)
+			break
+		}
+	}
+	passes := make([]pass, len(live))
+	errs := make([]error, len(live))
+	sem := make(chan struct{}, r.createParallelism)
+	var wg sync.WaitGroup
+	for i, in := range live {
+		passes[i] = *p
+		passes[i].credMissing, passes[i].waitingCreds, passes[i].podErr = nil, 0, nil
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.configure(ctx, &passes[i], in, start[in.Name()])
+		}()
+	}
+	wg.Wait()
+	for i := range passes {
+		q := &passes[i]
+		p.waitingCreds += q.waitingCreds
+		p.credMissing = append(p.credMissing, q.credMissing...)
+		if q.podErr != nil {
+			p.podErr = q.podErr
+		}
+		if p.caProblem == "" && q.caProblem != "" {
+			p.caProblem = q.caProblem
+		}
+		if p.ca == nil && q.ca != nil {
+			p.ca = q.ca
+		}
 	}
 	return errors.Join(errs...)
 }

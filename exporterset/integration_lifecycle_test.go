@@ -84,4 +84,30 @@ func TestInPlaceReuseFailedPodIsReplaced(t *testing.T) {
 		t.Fatalf("the exporter was replaced instead of its pod: %v", got)
 	}
 	w.waitStatus("pool", 30*time.Second, "ready again", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 1 })
+
+	// The same while leased: the lease holder gets its exporter back, the lease is not ended.
+	l := w.lease("held", "pool")
+	if got := w.waitAssigned(l); got != name {
+		t.Fatalf("lease went to %s, want %s", got, name)
+	}
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	oldUID = pod.UID
+	if err := w.sim.FailPod(w.ctx, w.ns, name); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(30*time.Second, "a new pod for the leased exporter", func() string {
+		var p corev1.Pod
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &p); err != nil {
+			return err.Error()
+		}
+		if p.UID == oldUID || p.Status.Phase != corev1.PodRunning {
+			return "old pod or not running: " + string(p.Status.Phase)
+		}
+		return ""
+	})
+	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil || l.Status.Ended {
+		t.Fatalf("the lease ended when its pod was restarted: %v %+v", err, l.Status)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -148,23 +149,22 @@ type caEntry struct {
 }
 
 // token returns the exporter's token from the Jumpstarter credential Secret. The Secret is
-// not ours, so the label-restricted cache does not hold it at first: it is read once from the
-// API server and labelled, after which the cache holds and watches it (tokens rotate).
+// not ours, so the label-restricted cache does not hold it at first: it is labelled, after
+// which the cache holds and watches it (tokens rotate). The label is a merge patch, whose
+// answer is the whole Secret: reading and labelling cost one request, not two.
 func (r *Reconciler) token(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) (string, error) {
 	key := client.ObjectKey{Namespace: e.Namespace, Name: e.Status.Credential.Name}
 	var s corev1.Secret
 	err := r.client.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
-		err = r.apiReader.Get(ctx, key, &s)
-		if err == nil && s.Labels[LabelSet] != p.set.Name {
-			labelled := s.DeepCopy()
-			if labelled.Labels == nil {
-				labelled.Labels = map[string]string{}
-			}
-			labelled.Labels[LabelSet] = p.set.Name
-			if perr := r.client.Patch(ctx, labelled, client.MergeFrom(&s)); perr != nil && !apierrors.IsNotFound(perr) {
-				return "", fmt.Errorf("labelling credential secret %s: %w", key.Name, perr)
-			}
+		label, merr := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSet: p.set.Name}}})
+		if merr != nil {
+			return "", merr
+		}
+		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		err = r.client.Patch(ctx, &s, client.RawPatch(types.MergePatchType, label))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("labelling credential secret %s: %w", key.Name, err)
 		}
 	}
 	if apierrors.IsNotFound(err) {

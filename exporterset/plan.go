@@ -66,7 +66,7 @@ type Plan struct {
 func PlanScale(in PlanInput) Plan {
 	var p Plan
 	var busy, occupied int32
-	var warm []*Instance
+	var warm, leasedLive []*Instance
 	for _, i := range in.Instances {
 		if i.Deleting() {
 			continue
@@ -101,6 +101,7 @@ func PlanScale(in PlanInput) Plan {
 		}
 		if leased {
 			busy++
+			leasedLive = append(leasedLive, i)
 		} else {
 			warm = append(warm, i)
 		}
@@ -152,16 +153,22 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
-	p.StartPods = podsToStart(in, warm)
+	p.StartPods = podsToStart(in, warm, leasedLive)
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	return p
 }
 
-// podsToStart picks the instances that should get a Pod and have none. Immediate: every
-// live instance. WaitForFirstConsumer: only as many idle instances as Leases wait for,
-// beyond those already starting; leased ones keep theirs.
-func podsToStart(in PlanInput, warm []*Instance) []*Instance {
+// podsToStart picks the instances that should get a Pod and have none. A leased instance
+// always does (its Pod failed and was restarted, or someone deleted it: the lease holder waits
+// for it). Immediate: every live instance. WaitForFirstConsumer: only as many idle instances
+// as Leases wait for, beyond those already starting.
+func podsToStart(in PlanInput, warm, leased []*Instance) []*Instance {
 	var out []*Instance
+	for _, i := range leased {
+		if !i.HasPod() {
+			out = append(out, i)
+		}
+	}
 	if in.Binding != vtv1alpha1.BindingWaitForFirstConsumer {
 		for _, i := range warm {
 			if !i.HasPod() {

@@ -85,6 +85,11 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
 		},
 		{
+			name: "a leased instance without a pod (restarted) gets one",
+			in:   withRecycle(input(0, 4, 0, instance("a", online, registered, leased("l"))), vtv1alpha1.RecycleInPlaceReuse),
+			want: planSummary{Wanted: 1, StartPods: []string{"a"}},
+		},
+		{
 			name: "surplus starts the cooldown clock, rounded up to the second",
 			in:   withNow(input(0, 4, 1, instance("a", ready), instance("b", ready)), now.Add(300*time.Millisecond)),
 			want: planSummary{Wanted: 1, SurplusSince: at(time.Second), RequeueAfter: 5*time.Minute + 700*time.Millisecond},
