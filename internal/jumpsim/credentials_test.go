@@ -14,6 +14,7 @@ import (
 )
 
 func TestCredentialIssued(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithEndpoint("grpc.test:8082"))
 	ctx := testCtx(t)
 	ex := createExporter(t, ns, "ex1", nil)
@@ -58,6 +59,7 @@ func TestCredentialIssued(t *testing.T) {
 }
 
 func TestCredentialDelayed(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithCredentialDelay(2*time.Second))
 	ctx := testCtx(t)
 	createExporter(t, ns, "slow", nil)
@@ -75,6 +77,7 @@ func TestCredentialDelayed(t *testing.T) {
 }
 
 func TestCredentialPaused(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	sim.PauseCredentials()
@@ -96,6 +99,7 @@ func TestCredentialPaused(t *testing.T) {
 
 // A token Secret left by an earlier Exporter of the same name is replaced, not reused.
 func TestCredentialStaleSecretReplaced(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithoutGarbageCollector())
 	ctx := testCtx(t)
 	old := createExporter(t, ns, "reborn", nil)

@@ -29,10 +29,13 @@
 //     spec.release or when spec.endTime / status.beginTime+duration passes.
 //
 // Kubelet (on unless [WithoutKubelet]): binds Pods to a fake node, waits for the Secrets
-// and ConfigMaps they reference, moves them to Running with plausible status, completes
-// them (Succeeded) when their exporter's lease ended and the mounted exporter config says
+// and ConfigMaps they reference ([WithoutMountChecks] turns that off), moves them to Running
+// with plausible status (after [WithPodStartDelay]), completes them (Succeeded) when their
+// exporter's lease ended and the exporter config mounted at /etc/jumpstarter/exporters says
 // exitOnLeaseEnd: true, fails them on request ([Simulator.FailPod], [WithPodFailure]), and
-// finishes graceful deletions, which the apiserver leaves to a kubelet for bound Pods.
+// finishes graceful deletions: the apiserver deletes unbound Pods at once but leaves a bound
+// one Terminating until its kubelet reports it stopped (here: phase Failed, exit code 143)
+// and deletes it with grace period 0 (after [WithPodTerminationDelay]).
 //
 // Garbage collector (on unless [WithoutGarbageCollector]): envtest has no
 // kube-controller-manager, so ownerReferences never cascade there. The simulated collector
@@ -52,6 +55,18 @@
 // resources, probes, images and restarts other than an exporter exiting under
 // restartPolicy Always. There is no namespace controller: deleting a namespace leaves its
 // objects (and the namespace, Terminating) in place.
+//
+// # Consistency
+//
+// Components read from the Simulator's informer cache and write with merge patches guarded by
+// resourceVersion, retrying conflicts on a fresh read (an object re-created under the same
+// name meanwhile is left to its own reconcile). Irreversible steps are confirmed with a live
+// read first: ending a lease as unsatisfiable (the cache may not have the just-created
+// Exporter yet) and deleting an orphan (it may not have the just-created owner). The lease
+// scheduler reserves an Exporter in memory before writing the assignment, and also counts an
+// Exporter as leased when the cache shows it leased, so concurrent workers and a lagging
+// cache can delay an assignment but never double it. Run one Simulator per namespace at a
+// time: two would not see each other's reservations.
 //
 // # Use
 //

@@ -42,6 +42,7 @@ type Event struct {
 	Detail    string
 }
 
+// String formats the event as one log line.
 func (e Event) String() string {
 	return fmt.Sprintf("%s %s %s %s %s/%s: %s", e.Time.Format("15:04:05.000"), e.Component, e.Action, e.Kind, e.Namespace, e.Name, e.Detail)
 }

@@ -15,7 +15,7 @@ import (
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
 
-const testTimeout = 60 * time.Second
+const testTimeout = 120 * time.Second
 
 // testCtx is a context for one test, cancelled at its end.
 func testCtx(t *testing.T) context.Context {

@@ -25,11 +25,9 @@ import (
 	vtv1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
-// GCKinds names the kinds the simulated garbage collector looks after, as dependents and as
-// owners. Objects of other kinds are neither collected nor notice their owners' deletion.
-var GCKinds = []string{"Pod", "Secret", "ConfigMap", "Lease", "Exporter", "ExporterSet"}
-
-// gcKinds returns one object per collected kind. ExporterSet is left out when its CRD is not
+// gcKinds returns one object per kind the garbage collector looks after, as dependents and
+// as owners: Pod, Secret, ConfigMap, Lease, Exporter and ExporterSet. Objects of other kinds
+// (PVCs, Services, ...) are never collected. ExporterSet is left out when its CRD is not
 // installed (a cluster with only the Jumpstarter CRDs), since its informer would never sync.
 func (s *Simulator) gcKinds() []client.Object {
 	kinds := []client.Object{&corev1.Pod{}, &corev1.Secret{}, &corev1.ConfigMap{}, &jsv1.Lease{}, &jsv1.Exporter{}}
@@ -87,7 +85,7 @@ func (g *garbageCollector) enqueueDependentsOf(ctx context.Context, e event.Dele
 		return
 	}
 	list := lo.(client.ObjectList)
-	opts := []client.ListOption{client.MatchingFields{indexOwnerUID: string(e.Object.GetUID())}}
+	opts := []client.ListOption{client.MatchingFields{indexOwnerUID: string(e.Object.GetUID())}, client.UnsafeDisableDeepCopy}
 	if ns := e.Object.GetNamespace(); ns != "" {
 		opts = append(opts, client.InNamespace(ns))
 	}

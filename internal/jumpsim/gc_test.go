@@ -14,6 +14,7 @@ import (
 
 // Deleting an Exporter cascades to what it controls: Pod, config and token Secrets, Lease.
 func TestGCDeletesOrphansOfExporter(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "doomed", board, false)
@@ -47,6 +48,7 @@ func TestGCDeletesOrphansOfExporter(t *testing.T) {
 
 // An owner recreated under the same name is a different owner: dependents of the old one go.
 func TestGCTreatsReplacedOwnerAsGone(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
@@ -76,6 +78,7 @@ func TestGCTreatsReplacedOwnerAsGone(t *testing.T) {
 
 // With two owners, losing one only drops its reference.
 func TestGCDropsDanglingRefWhenAnotherOwnerRemains(t *testing.T) {
+	t.Parallel()
 	_, ns := startSim(t)
 	ctx := testCtx(t)
 	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
@@ -107,6 +110,7 @@ func TestGCDropsDanglingRefWhenAnotherOwnerRemains(t *testing.T) {
 // Foreground deletion (the apiserver adds the foregroundDeletion finalizer and waits for the
 // garbage collector) completes; so does orphaning.
 func TestGCForegroundAndOrphanDeletion(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "fg", board, false)
@@ -142,6 +146,7 @@ func TestGCForegroundAndOrphanDeletion(t *testing.T) {
 }
 
 func TestWithoutGarbageCollector(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithoutGarbageCollector())
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "e", nil, false)

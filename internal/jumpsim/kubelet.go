@@ -67,7 +67,7 @@ func (k *kubelet) podsReferencing(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var pods corev1.PodList
 		key := podRequirement{kind: kind, name: obj.GetName()}.indexKey()
-		if err := k.s.client.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexPodRefs: key}); err != nil {
+		if err := k.s.client.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexPodRefs: key}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(pods.Items))

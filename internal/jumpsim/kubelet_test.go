@@ -21,6 +21,7 @@ func podObj(ns, name string) *corev1.Pod {
 // ExitAndReplace: the exporter exits after its lease, its Pod completes, and it is never
 // offered to the next lease on the way out.
 func TestExitOnLeaseEndCompletesPod(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "once", board, true)
@@ -70,6 +71,7 @@ func TestExitOnLeaseEndCompletesPod(t *testing.T) {
 
 // With exitOnLeaseEnd false (InPlaceReuse) the Pod keeps running across leases.
 func TestInPlaceReusePodKeepsRunning(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "reuse", board, false)
@@ -97,6 +99,7 @@ func TestInPlaceReusePodKeepsRunning(t *testing.T) {
 
 // Under restartPolicy Always an exiting exporter restarts in place and serves again.
 func TestExitOnLeaseEndRestartPolicyAlways(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := createExporter(t, ns, "loop", board)
@@ -135,6 +138,7 @@ func TestExitOnLeaseEndRestartPolicyAlways(t *testing.T) {
 }
 
 func TestPodFailurePredicateAndDelay(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t,
 		WithPodStartDelay(time.Second),
 		WithPodFailure(func(p *corev1.Pod) bool { return strings.HasPrefix(p.Name, "bad") }))
@@ -162,6 +166,7 @@ func TestPodFailurePredicateAndDelay(t *testing.T) {
 // Bound Pods linger Terminating in envtest until a kubelet finishes their deletion; with a
 // termination delay the simulated kubelet lets them linger that long.
 func TestTerminatingPodLingersThenGoes(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithPodTerminationDelay(time.Second))
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "e", nil, false)
@@ -195,6 +200,7 @@ func TestTerminatingPodLingersThenGoes(t *testing.T) {
 
 // Facts about envtest the simulator exists for; they fail if envtest changes.
 func TestEnvtestHasNoKubeletOrGarbageCollector(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	ns, err := env.CreateNamespace(ctx, "bare")
 	if err != nil {

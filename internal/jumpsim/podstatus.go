@@ -168,12 +168,10 @@ func terminalStatus(pod *corev1.Pod, exitCode int32, reason, message string, now
 			}},
 		}
 	}
+	// Completed init containers keep their status; sidecars are stopped after the main
+	// containers and exit cleanly.
 	for _, c := range pod.Spec.InitContainers {
-		if isSidecar(c) {
-			st.InitContainerStatuses = append(st.InitContainerStatuses, terminated(c, 0, "Completed"))
-		} else {
-			st.InitContainerStatuses = append(st.InitContainerStatuses, terminated(c, 0, "Completed"))
-		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, terminated(c, 0, "Completed"))
 	}
 	for _, c := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, terminated(c, exitCode, reason))

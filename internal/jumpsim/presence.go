@@ -28,6 +28,7 @@ const (
 
 	msgNeverSeen = "Never seen"
 	msgSeen      = "Last seen less than 1 minute ago"
+	msgExited    = "Exporter process exited after its lease (exitOnLeaseEnd)"
 )
 
 // DeviceNameLabel is the device label carrying the driver name in status.devices.
@@ -130,6 +131,8 @@ type presenceView struct {
 	pod *corev1.Pod
 	// cfg is that Pod's exporter config, nil when unreadable.
 	cfg *exporterConfig
+	// exited is set when no process is connected because one exited after its lease.
+	exited bool
 }
 
 // observePresence finds the Pod serving an Exporter: controlled by it, Running, not
@@ -140,18 +143,20 @@ func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (pre
 	if err != nil {
 		return presenceView{}, err
 	}
+	var v presenceView
 	for i := range pods {
 		pod := &pods[i]
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
 		if _, exited := s.exitedAfterLease(ctx, pod); exited {
+			v.exited = true
 			continue
 		}
 		cfg, _, _ := s.readExporterConfig(ctx, pod)
 		return presenceView{pod: pod, cfg: cfg}, nil
 	}
-	return presenceView{}, nil
+	return v, nil
 }
 
 // controlledPods lists, sorted by name, the Pods whose controller has this UID.
@@ -192,8 +197,11 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 			changed = true
 		}
 	} else {
-		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, gen, reasonUnregister,
-			"No exporter process is registered") || changed
+		message := "No exporter process is registered"
+		if v.exited {
+			message = msgExited
+		}
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, gen, reasonUnregister, message) || changed
 		if ex.Status.Devices != nil {
 			ex.Status.Devices = nil
 			changed = true
@@ -220,6 +228,8 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 		switch {
 		case connected: // forced offline
 			reason, message = reasonOffline, "Connection lost (jumpsim SetOffline)"
+		case v.exited:
+			reason, message = reasonOffline, msgExited
 		case ex.Status.LastSeen.IsZero():
 			reason, message = reasonSeen, msgNeverSeen
 		default:
@@ -250,11 +260,10 @@ func (s *Simulator) onlineStatusValue(ex *jsv1.Exporter) (jsv1.ExporterStatusVal
 // markExited sets the status an exporter process reports as it shuts down, so the lease
 // scheduler never sees it free and online between its lease's end and its Pod completing.
 func markExited(ex *jsv1.Exporter) {
-	const message = "Exporter process exited after its lease (exitOnLeaseEnd)"
-	setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, ex.Generation, reasonOffline, message)
-	setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, ex.Generation, reasonUnregister, message)
+	setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, ex.Generation, reasonOffline, msgExited)
+	setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, false, ex.Generation, reasonUnregister, msgExited)
 	ex.Status.Devices = nil
-	setStatusValue(ex, jsv1.ExporterStatusOffline, message)
+	setStatusValue(ex, jsv1.ExporterStatusOffline, msgExited)
 }
 
 func setStatusValue(ex *jsv1.Exporter, value jsv1.ExporterStatusValue, message string) bool {

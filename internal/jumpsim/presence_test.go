@@ -18,6 +18,7 @@ func offline(e *jsv1.Exporter) bool {
 }
 
 func TestOnlineWhileOwnedPodRuns(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "ex1", map[string]string{"board": "virt"}, false)
@@ -86,6 +87,7 @@ func TestOnlineWhileOwnedPodRuns(t *testing.T) {
 }
 
 func TestNotOnlineWithoutControllerRef(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := createExporter(t, ns, "orphan", nil)
@@ -106,6 +108,7 @@ func TestNotOnlineWithoutControllerRef(t *testing.T) {
 }
 
 func TestPodWaitsForItsSecrets(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := createExporter(t, ns, "early", nil)

@@ -3,6 +3,8 @@ package jumpsim
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -38,13 +40,22 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 	return nil
 }
 
-// Many leases racing for fewer exporters: every exporter is held by at most one lease, the
+// Many leases racing for fewer exporters (JUMPSIM_LOAD_EXPORTERS, default 100, and half as
+// many more leases): every exporter is held by at most one lease, the
 // rest wait NotAvailable, and they are served as exporters are released.
 func TestSchedulerUnderLoad(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("load test")
 	}
-	const exporters, leases = 100, 150
+	exporters := 100
+	if raceEnabled {
+		exporters = 30
+	}
+	if n, err := strconv.Atoi(os.Getenv("JUMPSIM_LOAD_EXPORTERS")); err == nil && n > 0 {
+		exporters = n // e.g. 500 for a soak-sized run
+	}
+	leases := exporters * 3 / 2
 	sim, ns := startSim(t, WithWorkers(16))
 	ctx := testCtx(t)
 	start := time.Now()

@@ -86,7 +86,7 @@ func (s *Simulator) setupScheduler() error {
 
 func (sc *scheduler) waitingLeases(ctx context.Context, namespace string) []reconcile.Request {
 	var list jsv1.LeaseList
-	if err := sc.s.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexLeaseWaiting: "true"}); err != nil {
+	if err := sc.s.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexLeaseWaiting: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -149,6 +149,11 @@ func (sc *scheduler) reconcileAssigned(ctx context.Context, l *jsv1.Lease, now t
 	exKey := types.NamespacedName{Namespace: l.Namespace, Name: l.Status.ExporterRef.Name}
 	var ex jsv1.Exporter
 	exErr := sc.s.client.Get(ctx, exKey, &ex)
+	if uid, _, owned := controllerUID(l, "Exporter"); exErr == nil && owned && uid != ex.UID {
+		// The Exporter that held the lease was replaced by a namesake, which must not
+		// inherit the lease (with the garbage collector on, the lease goes with its owner).
+		exErr = apierrors.NewNotFound(jsv1.GroupVersion.WithResource("exporters").GroupResource(), exKey.Name)
+	}
 	if exErr == nil {
 		sc.adopt(exKey, l.Name, ex.UID)
 	}
@@ -224,10 +229,12 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 }
 
 // candidates lists the Exporters a lease may get: matching the selector (and the pinned
-// name), enabled unless the lease allows disabled ones.
+// name), enabled unless the lease allows disabled ones. From the cache they are shallow
+// copies sharing maps and slices with it (every waiting lease looks at every Exporter on every
+// change, so deep copies would dominate at scale): read them, never modify them.
 func (sc *scheduler) candidates(ctx context.Context, r client.Reader, l *jsv1.Lease, sel labels.Selector) ([]jsv1.Exporter, error) {
 	var list jsv1.ExporterList
-	if err := r.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := list.Items[:0]
@@ -248,7 +255,7 @@ func (sc *scheduler) candidates(ctx context.Context, r client.Reader, l *jsv1.Le
 // held by another lease that has not ended.
 func (sc *scheduler) leasedInCache(ctx context.Context, l *jsv1.Lease) (map[string][]types.UID, error) {
 	var list jsv1.LeaseList
-	if err := sc.s.client.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingFields{indexLeaseActive: "true"}); err != nil {
+	if err := sc.s.client.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingFields{indexLeaseActive: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := map[string][]types.UID{}
@@ -306,7 +313,7 @@ func (sc *scheduler) pick(l *jsv1.Lease, candidates []jsv1.Exporter, leasedInCac
 	key := client.ObjectKeyFromObject(chosen)
 	sc.byExporter[key] = reservation{lease: l.Name, uid: chosen.UID}
 	sc.byLease[client.ObjectKeyFromObject(l)] = key
-	return chosen, "", ""
+	return chosen.DeepCopy(), "", "" // it will be written to
 }
 
 func (sc *scheduler) leasedLocked(l *jsv1.Lease, ex *jsv1.Exporter, leasedInCache map[string][]types.UID) bool {
@@ -563,8 +570,13 @@ func (sc *scheduler) releaseExporter(ctx context.Context, l *jsv1.Lease, ended b
 // clearLeaseRef frees ex from lease. ended says the lease ended (rather than vanished), which
 // is what makes an exitOnLeaseEnd exporter exit.
 func (sc *scheduler) clearLeaseRef(ctx context.Context, ex *jsv1.Exporter, lease string, ended bool) error {
+	if ex.Status.LeaseRef == nil || ex.Status.LeaseRef.Name != lease {
+		// Nothing to free, or the cache has not seen the leaseRef yet: its arrival enqueues
+		// this lease again (exporterToLeases).
+		return nil
+	}
 	exiting := ended && sc.s.exitsOnLeaseEnd(ctx, ex)
-	if !exiting && sc.s.opts.afterLeaseDelay > 0 && ex.Status.LeaseRef != nil && ex.Status.LeaseRef.Name == lease {
+	if !exiting && ended && sc.s.opts.afterLeaseDelay > 0 {
 		sc.s.presence.setAfterLease(ex.UID, time.Now().Add(sc.s.opts.afterLeaseDelay))
 	}
 	_, err := sc.s.writeStatus(ctx, ex, func() bool {

@@ -27,6 +27,7 @@ func leaseObj(ns, name string) *jsv1.Lease {
 }
 
 func TestLeaseAssignedToFirstByName(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	for _, n := range []string{"exp-b", "exp-a", "exp-c"} {
@@ -88,6 +89,7 @@ func TestLeaseAssignedToFirstByName(t *testing.T) {
 }
 
 func TestLeaseUnsatisfiable(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	check := func(name string) {
@@ -156,6 +158,7 @@ func TestLeaseUnsatisfiable(t *testing.T) {
 // A lease created right after its Exporter is not ended as unsatisfiable just because the
 // simulator's cache has not seen the Exporter yet.
 func TestLeaseRightAfterExporterIsNotUnsatisfiable(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	for i := range 20 {
@@ -173,6 +176,7 @@ func TestLeaseRightAfterExporterIsNotUnsatisfiable(t *testing.T) {
 }
 
 func TestLeasePendingOffline(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	ex := createExporter(t, ns, "cold", board) // no Pod: never online
@@ -202,6 +206,7 @@ func TestLeasePendingOffline(t *testing.T) {
 }
 
 func TestLeaseNotAvailableUntilReleased(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "only", board, false) // InPlaceReuse: stays up after a lease
@@ -261,6 +266,7 @@ func TestLeaseNotAvailableUntilReleased(t *testing.T) {
 }
 
 func TestLeaseNotReadyExporterSkipped(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "busy", board, false)
@@ -282,6 +288,7 @@ func TestLeaseNotReadyExporterSkipped(t *testing.T) {
 }
 
 func TestAfterLeaseDelay(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t, WithAfterLeaseDelay(time.Second))
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "hooked", board, false)
@@ -311,6 +318,7 @@ func TestAfterLeaseDelay(t *testing.T) {
 }
 
 func TestLeaseExpires(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "e", board, false)
@@ -326,7 +334,7 @@ func TestLeaseExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := l.Status.EndTime.Sub(l.Status.BeginTime.Time)
-	if c := cond(l, jsv1.LeaseConditionReady); c.Reason != ReasonExpired || took < 1*time.Second || took > 4*time.Second {
+	if c := cond(l, jsv1.LeaseConditionReady); c.Reason != ReasonExpired || took < 1*time.Second || took > 6*time.Second {
 		t.Fatalf("expired after %s, Ready %+v", took, c)
 	}
 	if _, err := sim.WaitExporter(ctx, ns, "e", func(e *jsv1.Exporter) bool { return e.Status.LeaseRef == nil }); err != nil {
@@ -352,6 +360,7 @@ func TestLeaseExpires(t *testing.T) {
 }
 
 func TestLeaseWaitsForBeginTime(t *testing.T) {
+	t.Parallel()
 	sim, ns := startSim(t)
 	ctx := testCtx(t)
 	startExporter(t, sim, ns, "e", board, false)
@@ -375,5 +384,68 @@ func TestLeaseWaitsForBeginTime(t *testing.T) {
 	}
 	if got.Status.BeginTime.Time.Before(begin.Truncate(time.Second)) {
 		t.Fatalf("began %v, before %v", got.Status.BeginTime, begin)
+	}
+}
+
+func TestLeaseInvalidSelector(t *testing.T) {
+	t.Parallel()
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	l := &jsv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+		Spec: jsv1.LeaseSpec{ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "board", Operator: "Near", Values: []string{"x"}}},
+		}},
+	}
+	if err := env.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	got, err := sim.WaitLeaseEnded(ctx, ns, "bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cond(got, jsv1.LeaseConditionInvalid); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Invalid %+v", c)
+	}
+}
+
+// A new Simulator (a restart) picks up the assignments of the previous one from the
+// apiserver: a held exporter is not handed out again.
+func TestSimulatorRestartKeepsAssignments(t *testing.T) {
+	t.Parallel()
+	sim, ns := startSim(t)
+	ctx := testCtx(t)
+	startExporter(t, sim, ns, "exp-a", board, false)
+	startExporter(t, sim, ns, "exp-b", board, false)
+	if _, err := sim.TakeLease(ctx, ns, "l1", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := sim.WaitLeaseAssigned(ctx, ns, "l1"); err != nil || l.Status.ExporterRef.Name != "exp-a" {
+		t.Fatalf("l1: %v", err)
+	}
+	if err := sim.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Start(ctx); err == nil {
+		t.Fatal("a stopped simulator started again")
+	}
+
+	again, err := New(env.Config, WithNamespaces(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = again.Stop() }()
+	if _, err := again.TakeLease(ctx, ns, "l2", board, 0); err != nil {
+		t.Fatal(err)
+	}
+	l, err := again.WaitLeaseAssigned(ctx, ns, "l2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Status.ExporterRef.Name != "exp-b" {
+		t.Fatalf("l2 got %s after the restart", l.Status.ExporterRef.Name)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package jumpsim
+
+const raceEnabled = false
