@@ -96,3 +96,19 @@ $(PROTOC_GEN_GO_GRPC):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	@mv $(LOCALBIN)/protoc-gen-go-grpc $(PROTOC_GEN_GO_GRPC)
+
+# Chaos soak (internal/soak): a seeded random walk over a real API server with the simulated
+# Jumpstarter, checking the pool's invariants throughout. DURATION is the whole walk, split
+# between seed 1 and a random seed; SOAK_SEED=n gives it all to seed n (a replay).
+DURATION ?= 2m
+SOAK_SEED ?=
+SOAK_TIMEOUT ?= 24h
+
+.PHONY: soak
+soak: ## Chaos soak for DURATION (default 2m; e.g. DURATION=30m), SOAK_SEED=n to replay a seed.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-bins/build.sh)" SOAK_DURATION=$(DURATION) SOAK_SEED=$(SOAK_SEED) \
+		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
+
+.PHONY: bench-scale
+bench-scale: ## Scale benchmark: ours vs the ReplicaSet controller on one envtest API server (minutes; not in `make test`).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-bins/build.sh)" go run ./internal/scalebench/cmd/bench-scale $(BENCH_SCALE_ARGS)

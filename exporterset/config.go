@@ -47,6 +47,15 @@ type ExportDriver struct {
 // RenderExporterConfig returns the config.yaml of an exporter. Output is deterministic (map
 // keys sorted), so comparing bytes tells whether the Secret needs an update.
 func RenderExporterConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec) ([]byte, error) {
+	j, err := exporterConfigJSON(e, token, caPEM, recycle, drivers)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}
+
+// exporterConfigJSON is the config as JSON, which RenderExporterConfig converts to YAML.
+func exporterConfigJSON(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec) ([]byte, error) {
 	cfg := ExporterConfig{
 		APIVersion:     "jumpstarter.dev/v1alpha1",
 		Kind:           "ExporterConfig",
@@ -67,9 +76,5 @@ func RenderExporterConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM [
 		}
 		cfg.Export[d.Name] = x
 	}
-	j, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return yaml.JSONToYAML(j)
+	return json.Marshal(cfg)
 }

@@ -3,6 +3,7 @@ package exporterset
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -30,7 +32,11 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, in *Instance, start
 	if err != nil || secret == nil {
 		return err
 	}
-	if !start || in.HasPod() {
+	if in.HasPod() {
+		r.startedPods.seen(in.Exporter.UID)
+		return nil
+	}
+	if !start || r.startedPods.pending(in.Exporter.UID, p.now) {
 		return nil
 	}
 	return r.startPod(ctx, p, in)
@@ -52,7 +58,7 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 	if err != nil {
 		return nil, err
 	}
-	data, err := RenderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
+	data, err := r.renderConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
 	if err != nil {
 		return nil, provisioner.Invalid(err)
 	}
@@ -90,6 +96,34 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 	}
 	in.ConfigSecret = s
 	return s, nil
+}
+
+// renderConfig is RenderExporterConfig remembering, per Exporter, the YAML of the last JSON it
+// converted: YAML is a pure function of the JSON, and the conversion (yaml.v2 decoding and
+// encoding) was most of the controller's CPU in a large pool, where every pass renders every
+// instance's config again to compare it with its Secret. The JSON is remembered by its hash.
+func (r *Reconciler) renderConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec) ([]byte, error) {
+	j, err := exporterConfigJSON(e, token, caPEM, recycle, drivers)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(j)
+	key := e.Namespace + "/" + e.Name
+	if v, ok := r.configs.Load(key); ok && v.(configEntry).sum == sum {
+		return v.(configEntry).yaml, nil
+	}
+	y, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, err
+	}
+	r.configs.Store(key, configEntry{sum: sum, yaml: y})
+	return y, nil
+}
+
+// configEntry is what renderConfig remembers of one Exporter; yaml is shared, never modified.
+type configEntry struct {
+	sum  [sha256.Size]byte
+	yaml []byte
 }
 
 // caBundle returns the PEM bundle exporters trust, read once per pass. The ConfigMap is read
@@ -229,6 +263,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error 
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
 	if err := r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
+			r.startedPods.add(e.UID, p.now)
 			return nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
@@ -236,6 +271,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error 
 		}
 		return fmt.Errorf("creating pod of %s: %w", e.Name, err)
 	}
+	r.startedPods.add(e.UID, p.now)
 	in.Pods = append(in.Pods, pod)
 	r.recorder.Eventf(p.set, pod, "Normal", EventPodStarted, "Start", "started pod of instance %s", e.Name)
 	return nil

@@ -39,7 +39,7 @@ func WithMaxConcurrentReconciles(n int) Option {
 }
 
 // WithCreateParallelism bounds how many creates of one reconcile are in flight at once
-// (default 16).
+// (default 64).
 func WithCreateParallelism(n int) Option {
 	return func(r *Reconciler) {
 		if n > 0 {

@@ -35,6 +35,7 @@ type Reconciler struct {
 	clock             clock.PassiveClock
 	metrics           *metrics
 	expectations      *expectations
+	startedPods       *startedPods
 	useExpectations   bool
 	claimUnknown      bool
 	maxConcurrent     int
@@ -45,6 +46,7 @@ type Reconciler struct {
 	describeMu sync.Mutex
 	describes  map[string]describeEntry
 	drivers    sync.Map // exporter namespace/name -> driversEntry
+	configs    sync.Map // exporter namespace/name -> configEntry
 	caMemo     sync.Map // namespace/configmap/key -> caEntry
 	validated  sync.Map // set namespace/name -> validationEntry
 }
@@ -84,9 +86,10 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		recorder:          discardRecorder{},
 		clock:             clock.RealClock{},
 		expectations:      newExpectations(),
+		startedPods:       newStartedPods(),
 		useExpectations:   true,
 		maxConcurrent:     4,
-		createParallelism: 16,
+		createParallelism: 64,
 		retryInterval:     10 * time.Second,
 		name:              "exporterset",
 		describes:         map[string]describeEntry{},

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -45,12 +47,23 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 	return r.remove(ctx, p, in)
 }
 
+// retireGrace is how long a retired instance stays disabled before it is removed. The lease
+// scheduler picks exporters from its own cache, and writes a Lease's status.exporterRef
+// before the Exporter's status.leaseRef: it may have assigned this one just before its cache
+// showed it disabled. After the grace no new assignment can come, and one made before shows
+// in the Leases, which remove reads.
+const retireGrace = 2 * time.Second
+
 // remove deletes an unleased instance (or, under reclaimPolicy Retain, releases it from the
 // set). It re-reads the Exporter from the API server first and deletes with that read's
 // resourceVersion as a precondition, so an instance that got a lease in between is never
-// deleted.
+// deleted; nor is one that a Lease not yet reflected in its leaseRef is assigned to.
 func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	log := logf.FromContext(ctx)
+	if wait := retireGraceLeft(in.Exporter, p.now); wait > 0 {
+		p.requeueIn(wait)
+		return nil
+	}
 	var fresh jumpstarterv1alpha1.Exporter
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(in.Exporter), &fresh); err != nil {
 		return ignoreNotFound(err)
@@ -62,6 +75,14 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 		log.Info("instance got a lease before it could be removed; keeping it until the lease ends", "exporter", fresh.Name, "lease", fresh.Status.LeaseRef.Name)
 		return nil
 	}
+	lease, err := r.assignedLease(ctx, &fresh)
+	if err != nil {
+		return fmt.Errorf("reading the leases of %s: %w", fresh.Name, err)
+	}
+	if lease != "" {
+		log.Info("a lease was assigned to the instance before it could be removed; keeping it until the lease ends", "exporter", fresh.Name, "lease", lease)
+		return nil // its leaseRef, and with it the next reconcile, follows
+	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
 	if err := p.prov.Cleanup(ctx, p.req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {
 		r.recorder.Eventf(p.set, &fresh, "Warning", EventProvisionerError, "Cleanup", "cleaning up %s: %v", fresh.Name, err)
@@ -70,7 +91,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
 		return r.release(ctx, p, &fresh)
 	}
-	err := r.client.Delete(ctx, &fresh, client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err = r.client.Delete(ctx, &fresh, client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil // it changed since the re-read (maybe a lease): decide again next time
 	}
@@ -78,6 +99,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 		return fmt.Errorf("deleting %s: %w", fresh.Name, err)
 	}
 	r.drivers.Delete(fresh.Namespace + "/" + fresh.Name)
+	r.configs.Delete(fresh.Namespace + "/" + fresh.Name)
 	if recycled {
 		r.recorder.Eventf(p.set, &fresh, "Normal", EventRecycled, "Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", fresh.Name)
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
@@ -85,6 +107,38 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 		r.recorder.Eventf(p.set, &fresh, "Normal", EventRetired, "Retire", "deleted retired instance %s", fresh.Name)
 	}
 	return nil
+}
+
+// retireGraceLeft is how long a retiring Exporter must still wait before removal; 0 for
+// one that exited after its lease (not retired) or whose annotation is not a time.
+func retireGraceLeft(e *jumpstarterv1alpha1.Exporter, now time.Time) time.Duration {
+	at, err := time.Parse(time.RFC3339, e.Annotations[AnnotationRetiring])
+	if err != nil {
+		return 0
+	}
+	// The annotation has whole seconds, rounded down: count from the next one.
+	return at.Add(time.Second + retireGrace).Sub(now)
+}
+
+// assignedLease returns a Lease that has not ended and is assigned to e (status.exporterRef),
+// read from the API server: the cache may not show an assignment made a moment ago.
+func (r *Reconciler) assignedLease(ctx context.Context, e *jumpstarterv1alpha1.Exporter) (string, error) {
+	var leases jumpstarterv1alpha1.LeaseList
+	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
+	if err := r.apiReader.List(ctx, &leases, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: notEnded}); err != nil {
+		return "", err
+	}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if l.Status.Ended || l.Status.ExporterRef == nil || l.Status.ExporterRef.Name != e.Name {
+			continue
+		}
+		if ref := metav1.GetControllerOf(l); ref != nil && ref.Kind == "Exporter" && ref.UID != e.UID {
+			continue // assigned to an earlier Exporter of the same name
+		}
+		return l.Name, nil
+	}
+	return "", nil
 }
 
 // release keeps a retired instance for inspection (reclaimPolicy Retain): disabled, no

@@ -1,0 +1,208 @@
+package scalebench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/exporterset/exporterset/internal/jumpsim"
+)
+
+// Config is what a benchmark run does.
+type Config struct {
+	// ControllerBin is the built exporterset-controller; KCMBin kube-controller-manager.
+	ControllerBin, KCMBin string
+	// Assets is the directory of etcd and kube-apiserver.
+	Assets string
+	// WorkDir holds kubeconfigs, the audit log and the controllers' logs.
+	WorkDir string
+	// Limits are given to both controllers.
+	Limits Limits
+	// Sizes are the single-set scale-ups (0 -> N).
+	Sizes []int32
+	// MultiSets x MultiPerSet is the many-sets workload (skipped when 0).
+	MultiSets   int
+	MultiPerSet int32
+	// StormLeases is the number of leases of the lease storm (skipped when 0).
+	StormLeases int
+	// Junk is the number of unrelated Pods and of Secrets of the memory check (skipped when
+	// 0), MemoryPool the size of its scale-up.
+	Junk       int
+	MemoryPool int32
+	// DefaultLimitsSize, when not 0, adds one scale-up 0 -> DefaultLimitsSize of ours with
+	// the binary's own --kube-api-qps/--kube-api-burst defaults, to show whether they throttle.
+	DefaultLimitsSize int32
+	// Repeats is how often each timed workload runs; medians are reported.
+	Repeats int
+	// SimWorkers is the simulator's concurrency per component.
+	SimWorkers int
+	// Timeout bounds each wait.
+	Timeout time.Duration
+	// AuditAll records every client's requests in the audit log (the simulator's and the
+	// benchmark's too), to follow a whole pipeline; the counts stay per controller.
+	AuditAll bool
+	// Log receives progress lines (default stderr).
+	Log io.Writer
+}
+
+// Bench is one benchmark run: a cluster, the simulator, and the fixtures.
+type Bench struct {
+	cfg     Config
+	cluster *Cluster
+	fx      *fixtures
+	sim     *jumpsim.Simulator
+	cpu     *cpuMeter
+}
+
+func (b *Bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.cfg.Log, "%s bench-scale: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// workloads are the timed scale-ups, in the order they run.
+func (c Config) workloads() []Workload {
+	var out []Workload
+	for _, n := range c.Sizes {
+		out = append(out, Workload{Name: fmt.Sprintf("single-%d", n), Sets: 1, PerSet: n})
+	}
+	if c.MultiSets > 0 && c.MultiPerSet > 0 {
+		out = append(out, Workload{Name: fmt.Sprintf("multi-%dx%d", c.MultiSets, c.MultiPerSet), Sets: c.MultiSets, PerSet: c.MultiPerSet})
+	}
+	return out
+}
+
+func nsFor(w Workload, controller string, repeat int) string {
+	short := "ours"
+	if controller == ReplicaSet {
+		short = "rs"
+	}
+	return fmt.Sprintf("%s-%s-%d", w.Name, short, repeat)
+}
+
+func stormNS(repeat int) string { return fmt.Sprintf("storm-%d", repeat) }
+
+const (
+	nsWarmOurs      = "warmup-ours"
+	nsWarmRS        = "warmup-rs"
+	nsDefaultLimits = "default-limits"
+)
+
+// namespaces lists every namespace the run uses: the simulator serves exactly these (not
+// the memory check's junk namespace).
+func (c Config) namespaces() []string {
+	out := []string{nsWarmOurs, nsWarmRS}
+	if c.Junk > 0 {
+		out = append(out, nsMemWithout, nsMemWith)
+	}
+	if c.DefaultLimitsSize > 0 {
+		out = append(out, nsDefaultLimits)
+	}
+	for r := 1; r <= c.Repeats; r++ {
+		for _, w := range c.workloads() {
+			out = append(out, nsFor(w, Ours, r), nsFor(w, ReplicaSet, r))
+		}
+		if c.StormLeases > 0 {
+			out = append(out, stormNS(r))
+		}
+	}
+	return out
+}
+
+// Run starts the cluster and the simulator, runs every workload and returns the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	b := &Bench{cfg: cfg}
+	rep := &Report{Started: time.Now().UTC(), Machine: describeMachine(), Limits: cfg.Limits, Repeats: cfg.Repeats}
+	var err error
+	if b.fx, err = loadFixtures(ctx); err != nil {
+		return nil, err
+	}
+	b.logf("starting kube-apiserver and etcd")
+	if b.cluster, err = StartCluster(cfg.Assets, cfg.WorkDir, cfg.AuditAll); err != nil {
+		return nil, err
+	}
+	defer func() { _ = b.cluster.Stop() }()
+	b.cpu = newCPUMeter()
+	if err := createNamespaces(ctx, b.cluster.Client, cfg.namespaces()); err != nil {
+		return nil, err
+	}
+	b.sim, err = jumpsim.New(b.cluster.Config(userSim), jumpsim.WithNamespaces(cfg.namespaces()...), jumpsim.WithWorkers(cfg.SimWorkers))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.sim.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() { _ = b.sim.Stop() }()
+	apiBefore, _ := b.cluster.APIServerRequests(ctx)
+
+	if cfg.Junk > 0 {
+		if rep.Memory, err = b.runMemory(ctx, Workload{Name: "memory", Sets: 1, PerSet: cfg.MemoryPool}, cfg.Junk); err != nil {
+			return nil, fmt.Errorf("memory check: %w", err)
+		}
+	}
+	// A first, unreported round: the first objects of each kind, the apiserver's and the
+	// simulator's caches and the page cache warm up here, not in the first measurement.
+	b.logf("warm-up")
+	warm := Workload{Name: "warmup", Sets: 1, PerSet: 20}
+	if _, err := b.runOurs(ctx, warm, nsWarmOurs, []string{nsWarmOurs}, 0); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := b.runRS(ctx, warm, nsWarmRS, 0); err != nil {
+		return nil, fmt.Errorf("warm-up: %w", err)
+	}
+
+	for r := 1; r <= cfg.Repeats; r++ {
+		for _, w := range cfg.workloads() {
+			// Alternate who goes first, so neither always runs on the fresher cluster.
+			order := []string{Ours, ReplicaSet}
+			if r%2 == 0 {
+				order = []string{ReplicaSet, Ours}
+			}
+			for _, ctl := range order {
+				ns := nsFor(w, ctl, r)
+				var res *Result
+				if ctl == Ours {
+					res, err = b.runOurs(ctx, w, ns, []string{ns}, r)
+				} else {
+					res, err = b.runRS(ctx, w, ns, r)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s %s (repeat %d): %w", w.Name, ctl, r, err)
+				}
+				b.logf("%-14s %-11s repeat %d: ready in %6.2fs, %5d requests (%.2f/instance)", w.Name, ctl, r, res.ReadySeconds, res.Requests.Total, res.RequestsPerInstance())
+				rep.Results = append(rep.Results, res)
+			}
+		}
+		if cfg.StormLeases > 0 {
+			res, err := b.runStorm(ctx, cfg.StormLeases, stormNS(r), r)
+			if err != nil {
+				return nil, fmt.Errorf("storm (repeat %d): %w", r, err)
+			}
+			b.logf("storm repeat %d: %d leases in %.2fs, release->available p50 %.2fs p99 %.2fs", r, res.Storm.Leases, res.Storm.Seconds, res.Storm.ReleaseP50, res.Storm.ReleaseP99)
+			rep.Results = append(rep.Results, res)
+		}
+	}
+	if n := cfg.DefaultLimitsSize; n > 0 {
+		w := Workload{Name: fmt.Sprintf("single-%d", n), Sets: 1, PerSet: n}
+		res, err := b.runOursLimited(ctx, w, nsDefaultLimits, []string{nsDefaultLimits}, 0, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s with the default limits: %w", w.Name, err)
+		}
+		res.Workload = w.Name + " (binary's default QPS/burst)"
+		b.logf("%s: ready in %.2fs", res.Workload, res.ReadySeconds)
+		rep.DefaultLimits = res
+	}
+	if apiAfter, err := b.cluster.APIServerRequests(ctx); err == nil {
+		rep.APIServerRequests = map[string]float64{}
+		for k, v := range apiAfter {
+			rep.APIServerRequests[k] = v - apiBefore[k]
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	rep.summarize(cfg)
+	return rep, nil
+}

@@ -1,0 +1,254 @@
+package scalebench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// StormResult is what the lease storm measures beyond a scale-up's figures.
+type StormResult struct {
+	Leases  int `json:"leases"`
+	Workers int `json:"workers"`
+	// Seconds is from the first lease until the last was released and the warm pool was
+	// whole again.
+	Seconds float64 `json:"seconds"`
+	// Created is how many instances the controller created meanwhile.
+	Created int `json:"created"`
+	// ReleaseP50/P99 are the benchmark's view: from a release to the next instance that
+	// became available for the first time, pairing releases and new instances in order
+	// (the controller's metric pairs them the same way).
+	ReleaseP50 float64 `json:"releaseToAvailableP50"`
+	ReleaseP99 float64 `json:"releaseToAvailableP99"`
+	// ControllerP50/P99 estimate the same from the controller's histogram
+	// exporterset_lease_release_to_available_seconds (bucket interpolation).
+	ControllerP50   float64 `json:"controllerP50"`
+	ControllerP99   float64 `json:"controllerP99"`
+	ControllerCount float64 `json:"controllerCount"`
+}
+
+// stormWarm is the warm buffer of the storm's pool: leases are served from it, and every
+// lease taken makes the controller create a replacement for the buffer.
+const stormWarm = 10
+
+// runStorm takes and releases n leases on a pool of minAvailableReplicas stormWarm
+// (ExitAndReplace: every leased exporter exits and is replaced), with stormWarm clients each
+// taking a lease, releasing it once assigned, and taking the next.
+func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Result, error) {
+	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
+		return nil, err
+	}
+	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, []string{ns}, &b.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.stop()
+	set := b.fx.exporterSet(ns, "storm", 0)
+	set.Spec.MinAvailableReplicas = stormWarm
+	set.Spec.RecycleStrategy = vtv1alpha1.RecycleExitAndReplace
+	if err := b.cluster.Client.Create(ctx, set); err != nil {
+		return nil, err
+	}
+	w := Workload{Name: "storm", Sets: 1}
+	warm := func(o client.Object) bool {
+		s := o.(*vtv1alpha1.ExporterSet)
+		return s.Status.AvailableReplicas >= stormWarm && s.Status.LeasedReplicas == 0
+	}
+	if _, err := b.waitSets(ctx, ns, w, warm, ctl.exited); err != nil {
+		return nil, err
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
+	defer cancel()
+	tr := newStormTracker()
+	watchErr := make(chan error, 2)
+	go func() {
+		watchErr <- watchEach(sctx, b.cluster.Client, &jumpstarterv1alpha1.LeaseList{}, ns, func(_ watch.EventType, o client.Object) bool {
+			tr.leaseSeen(o.(*jumpstarterv1alpha1.Lease))
+			return false
+		})
+	}()
+	go func() {
+		watchErr <- watchEach(sctx, b.cluster.Client, &jumpstarterv1alpha1.ExporterList{}, ns, func(t watch.EventType, o client.Object) bool {
+			tr.exporterSeen(t, o.(*jumpstarterv1alpha1.Exporter))
+			return false
+		})
+	}()
+	// Exporters available before the storm are not replacements.
+	time.Sleep(500 * time.Millisecond)
+	tr.startCounting()
+
+	before, err := ctl.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.begin(ctl.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	var next atomic.Int64
+	selector := set.Spec.Selector.MatchLabels
+	err = forEach(sctx, stormWarm, stormWarm, func(int) error {
+		for {
+			i := int(next.Add(1))
+			if i > n {
+				return nil
+			}
+			name := fmt.Sprintf("lease-%04d", i)
+			assigned := tr.expect(name)
+			l := &jumpstarterv1alpha1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: jumpstarterv1alpha1.LeaseSpec{
+					ClientRef: corev1.LocalObjectReference{Name: "scalebench"},
+					Selector:  metav1.LabelSelector{MatchLabels: selector},
+				},
+			}
+			if err := b.cluster.Client.Create(sctx, l); err != nil {
+				return err
+			}
+			select {
+			case err := <-assigned:
+				if err != nil {
+					return err
+				}
+			case <-sctx.Done():
+				return fmt.Errorf("lease %s not assigned: %w", name, sctx.Err())
+			}
+			tr.released(time.Now())
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"release":true}}`))
+			if err := b.cluster.Client.Patch(sctx, l, patch); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease storm: %w", err)
+	}
+	ready, err := b.waitSets(ctx, ns, w, warm, ctl.exited)
+	if err != nil {
+		return nil, err
+	}
+	r, after, err := b.finishOurs(ctx, ctl, before, m, ready, &Result{
+		Workload: "storm", Controller: Ours, Repeat: repeat, Namespace: ns, ObjectsPerInstance: 3,
+	})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	lat := tr.latencies()
+	st := &StormResult{
+		Leases: n, Workers: stormWarm, Seconds: r.ReadySeconds,
+		Created:    r.Requests.ByCall["create exporters"],
+		ReleaseP50: percentile(lat, 50), ReleaseP99: percentile(lat, 99),
+	}
+	hist := diffBuckets(after.releaseBuckets, before.releaseBuckets)
+	st.ControllerP50, st.ControllerP99 = histogramQuantile(0.5, hist), histogramQuantile(0.99, hist)
+	st.ControllerCount = after.releaseCount - before.releaseCount
+	r.Instances = st.Created
+	r.Storm = st
+	return r, nil
+}
+
+// stormTracker follows leases and exporters during the storm.
+type stormTracker struct {
+	mu        sync.Mutex
+	waiting   map[string]chan error
+	counting  bool
+	available map[string]bool // exporters ever seen available
+	releases  []time.Time
+	fresh     []time.Time // first time a new exporter was available
+}
+
+func newStormTracker() *stormTracker {
+	return &stormTracker{waiting: map[string]chan error{}, available: map[string]bool{}}
+}
+
+// expect returns a channel told when lease name is assigned (nil) or ends unassigned.
+func (t *stormTracker) expect(name string) <-chan error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := make(chan error, 1)
+	t.waiting[name] = ch
+	return ch
+}
+
+func (t *stormTracker) leaseSeen(l *jumpstarterv1alpha1.Lease) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch, ok := t.waiting[l.Name]
+	if !ok {
+		return
+	}
+	switch {
+	case l.Status.ExporterRef != nil:
+		ch <- nil
+	case l.Status.Ended:
+		ch <- fmt.Errorf("lease %s ended unassigned", l.Name)
+	default:
+		return
+	}
+	delete(t.waiting, l.Name)
+}
+
+func (t *stormTracker) startCounting() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counting = true
+}
+
+func (t *stormTracker) exporterSeen(ev watch.EventType, e *jumpstarterv1alpha1.Exporter) {
+	if ev == watch.Deleted {
+		return
+	}
+	avail := apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionOnline) &&
+		apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionRegistered) &&
+		e.IsEnabled() && (e.Status.LeaseRef == nil || e.Status.LeaseRef.Name == "")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !avail || t.available[e.Name] {
+		return
+	}
+	t.available[e.Name] = true
+	if t.counting {
+		t.fresh = append(t.fresh, time.Now())
+	}
+}
+
+func (t *stormTracker) released(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.releases = append(t.releases, at)
+}
+
+// latencies pairs each new available exporter with the oldest release still waiting, in
+// time order.
+func (t *stormTracker) latencies() []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rel := append([]time.Time(nil), t.releases...)
+	fresh := append([]time.Time(nil), t.fresh...)
+	sort.Slice(rel, func(i, j int) bool { return rel[i].Before(rel[j]) })
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].Before(fresh[j]) })
+	var out []time.Duration
+	i := 0
+	for _, f := range fresh {
+		if i < len(rel) && !rel[i].After(f) {
+			out = append(out, f.Sub(rel[i]))
+			i++
+		}
+	}
+	return out
+}

@@ -1,0 +1,516 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// provisionerMethods are the fake provisioner's calls the walk makes fail.
+var provisionerMethods = []string{"Validate", "RenderPod", "EnrichDrivers", "Cleanup"}
+
+// Limits that keep the pools small and the walk from starving them.
+const (
+	maxLeasesPerSet       = 4
+	maxHandDisabledPerSet = 2
+	// excuseSlack is added to every excuse: once the cause is gone the reconciler still
+	// needs a pass or two (and, after a restart, its caches).
+	excuseSlack = 5 * time.Second
+)
+
+// catalogue lists the walk's actions and their weights.
+func (wk *Walk) catalogue() []action {
+	return []action{
+		{"take-lease", 12, wk.takeLease},
+		{"release-lease", 9, wk.releaseLease},
+		{"fail-pod", 4, wk.failPod},
+		{"delete-pod", 3, wk.deletePod},
+		{"set-offline", 3, wk.setOffline},
+		{"set-online", 3, wk.setOnline},
+		{"disable-by-hand", 2, wk.disableByHand},
+		{"enable-by-hand", 3, wk.enableByHand},
+		{"edit-set", 8, wk.editSet},
+		{"edit-class", 3, wk.editClass},
+		{"break-class", 1, wk.breakClass},
+		{"delete-class", 1, wk.deleteClass},
+		{"restart-controller", 1, wk.restartController},
+		{"api-errors", 2, wk.apiErrors},
+		{"kill-plugin", 1, wk.killPlugin},
+		{"provisioner-fault", 1, wk.provisionerFault},
+	}
+}
+
+func (wk *Walk) pickPool() *pool { return &wk.w.pools[wk.rng.Intn(len(wk.w.pools))] }
+
+// pickName draws one of names after sorting them, so the draw depends on the seed and the
+// set of names, not on the API server's list order.
+func (wk *Walk) pickName(names []string) string {
+	sort.Strings(names)
+	return names[wk.rng.Intn(len(names))]
+}
+
+func (wk *Walk) exporters(ctx context.Context) ([]jumpstarterv1alpha1.Exporter, error) {
+	var list jumpstarterv1alpha1.ExporterList
+	err := wk.w.c.List(ctx, &list, client.InNamespace(wk.w.ns), client.HasLabels{exporterset.LabelSet})
+	return list.Items, err
+}
+
+func (wk *Walk) leases(ctx context.Context) ([]jumpstarterv1alpha1.Lease, error) {
+	var list jumpstarterv1alpha1.LeaseList
+	err := wk.w.c.List(ctx, &list, client.InNamespace(wk.w.ns))
+	return list.Items, err
+}
+
+// takeLease asks for an exporter of a set, as a Jumpstarter client: until released, or for a
+// few seconds.
+func (wk *Walk) takeLease(ctx context.Context) (string, bool, error) {
+	p := wk.pickPool()
+	var duration time.Duration
+	if wk.rng.Intn(2) == 0 {
+		duration = time.Duration(3+wk.rng.Intn(15)) * time.Second
+	}
+	leases, err := wk.leases(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	active := 0
+	for _, l := range leases {
+		if !l.Status.Ended && l.Spec.Selector.MatchLabels["board"] == p.set {
+			active++
+		}
+	}
+	if active >= maxLeasesPerSet {
+		return "", true, nil
+	}
+	wk.leaseSeq++
+	name := fmt.Sprintf("lease-%04d-%s", wk.leaseSeq, p.set)
+	if _, err := wk.w.sim.TakeLease(ctx, wk.w.ns, name, map[string]string{"board": p.set}, duration); err != nil {
+		return "", false, err
+	}
+	return fmt.Sprintf("%s for board=%s, duration %s", name, p.set, duration), false, nil
+}
+
+func (wk *Walk) releaseLease(ctx context.Context) (string, bool, error) {
+	leases, err := wk.leases(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	held := map[string]string{}
+	var names []string
+	for _, l := range leases {
+		if l.Status.Ended || l.Spec.Release {
+			continue
+		}
+		names = append(names, l.Name)
+		held[l.Name] = "waiting"
+		if l.Status.ExporterRef != nil {
+			held[l.Name] = "holding " + l.Status.ExporterRef.Name
+		}
+	}
+	if len(names) == 0 {
+		return "", true, nil
+	}
+	name := wk.pickName(names)
+	return fmt.Sprintf("%s (%s)", name, held[name]), false, wk.w.sim.ReleaseLease(ctx, wk.w.ns, name)
+}
+
+func (wk *Walk) pods(ctx context.Context, keep func(*corev1.Pod) bool) ([]string, error) {
+	var list corev1.PodList
+	if err := wk.w.c.List(ctx, &list, client.InNamespace(wk.w.ns)); err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range list.Items {
+		if p := &list.Items[i]; p.DeletionTimestamp == nil && keep(p) {
+			names = append(names, p.Name)
+		}
+	}
+	return names, nil
+}
+
+// failPod crashes an exporter's Pod (phase Failed), leased or not.
+func (wk *Walk) failPod(ctx context.Context) (string, bool, error) {
+	names, err := wk.pods(ctx, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	if err != nil || len(names) == 0 {
+		return "", err == nil, err
+	}
+	name := wk.pickName(names)
+	err = wk.w.sim.FailPod(ctx, wk.w.ns, name)
+	if err != nil && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
+		return "", true, nil // it went away or changed meanwhile
+	}
+	return name, false, err
+}
+
+// deletePod deletes a Pod as a person (or an eviction) would, in whatever phase it is.
+func (wk *Walk) deletePod(ctx context.Context) (string, bool, error) {
+	names, err := wk.pods(ctx, func(*corev1.Pod) bool { return true })
+	if err != nil || len(names) == 0 {
+		return "", err == nil, err
+	}
+	name := wk.pickName(names)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: wk.w.ns, Name: name}}
+	return name, false, client.IgnoreNotFound(wk.w.c.Delete(ctx, pod))
+}
+
+func (wk *Walk) setOffline(ctx context.Context) (string, bool, error) {
+	exporters, err := wk.exporters(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	var names []string
+	for _, e := range exporters {
+		if !wk.offline[e.Name] && e.DeletionTimestamp == nil {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", true, nil
+	}
+	name := wk.pickName(names)
+	wk.offline[name] = true
+	return name, false, client.IgnoreNotFound(wk.w.sim.SetOffline(ctx, wk.w.ns, name))
+}
+
+func (wk *Walk) setOnline(ctx context.Context) (string, bool, error) {
+	if len(wk.offline) == 0 {
+		return "", true, nil
+	}
+	var names []string
+	for n := range wk.offline {
+		names = append(names, n)
+	}
+	name := wk.pickName(names)
+	delete(wk.offline, name)
+	return name, false, client.IgnoreNotFound(wk.w.sim.SetOnline(ctx, wk.w.ns, name))
+}
+
+// disableByHand sets spec.enabled=false as a person would: without the retiring annotation,
+// so the set must leave the Exporter alone.
+func (wk *Walk) disableByHand(ctx context.Context) (string, bool, error) {
+	exporters, err := wk.exporters(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	disabled := map[string]int{}
+	for _, e := range exporters {
+		if _, retiring := e.Annotations[retiringKey]; !e.IsEnabled() && !retiring {
+			disabled[e.Labels[exporterset.LabelSet]]++
+		}
+	}
+	var names []string
+	for _, e := range exporters {
+		_, retiring := e.Annotations[retiringKey]
+		if e.IsEnabled() && !retiring && e.DeletionTimestamp == nil && disabled[e.Labels[exporterset.LabelSet]] < maxHandDisabledPerSet {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", true, nil
+	}
+	name := wk.pickName(names)
+	return name, false, wk.setEnabled(ctx, name, false)
+}
+
+// enableByHand enables an Exporter a person disabled, never one the set is retiring.
+func (wk *Walk) enableByHand(ctx context.Context) (string, bool, error) {
+	exporters, err := wk.exporters(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	var names []string
+	for _, e := range exporters {
+		if _, retiring := e.Annotations[retiringKey]; !e.IsEnabled() && !retiring && e.DeletionTimestamp == nil {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "", true, nil
+	}
+	name := wk.pickName(names)
+	return name, false, wk.setEnabled(ctx, name, true)
+}
+
+// setEnabled patches spec.enabled with the read resourceVersion as a precondition, so that it
+// never touches an Exporter the set started retiring meanwhile.
+func (wk *Walk) setEnabled(ctx context.Context, name string, enabled bool) error {
+	var e jumpstarterv1alpha1.Exporter
+	if err := wk.w.c.Get(ctx, client.ObjectKey{Namespace: wk.w.ns, Name: name}, &e); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, retiring := e.Annotations[retiringKey]; retiring {
+		return nil
+	}
+	patched := e.DeepCopy()
+	patched.Spec.Enabled = ptr.To(enabled)
+	err := wk.w.c.Patch(ctx, patched, client.MergeFromWithOptions(&e, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// editSet changes one thing of a set's spec, keeping it valid (the API server refuses
+// minReplicas or minAvailableReplicas above a non-zero maxReplicas).
+func (wk *Walk) editSet(ctx context.Context) (string, bool, error) {
+	p := wk.pickPool()
+	var what string
+	choice := wk.rng.Intn(10)
+	wk.rev++
+	rev := wk.rev
+	maxR := int32(1 + wk.rng.Intn(6))
+	if wk.rng.Intn(8) == 0 {
+		maxR = 0 // unbounded, now and then
+	}
+	minR, minAvail := int32(wk.rng.Intn(4)), int32(wk.rng.Intn(4))
+	cooldown := time.Duration(wk.rng.Intn(3)) * time.Second
+	extraDriver := wk.rng.Intn(2) == 0
+	err := wk.updateSet(ctx, p.set, func(s *vtv1alpha1.ExporterSet) {
+		switch {
+		case choice < 3:
+			s.Spec.MaxReplicas = ptr.To(maxR)
+			what = fmt.Sprintf("maxReplicas=%d", maxR)
+		case choice < 5:
+			s.Spec.MinReplicas = minR
+			what = fmt.Sprintf("minReplicas=%d", minR)
+		case choice < 7:
+			s.Spec.MinAvailableReplicas = minAvail
+			what = fmt.Sprintf("minAvailableReplicas=%d", minAvail)
+		case choice < 8:
+			s.Spec.ScaleDownCooldown = &metav1.Duration{Duration: cooldown}
+			what = fmt.Sprintf("scaleDownCooldown=%s", cooldown)
+		default:
+			// A template change rolls the idle instances.
+			if s.Spec.Template.Metadata.Annotations == nil {
+				s.Spec.Template.Metadata.Annotations = map[string]string{}
+			}
+			s.Spec.Template.Metadata.Annotations["soak/revision"] = fmt.Sprint(rev)
+			drivers := []vtv1alpha1.DriverSpec{{Name: "power", Type: "jumpstarter_driver_power.driver.MockPower"}}
+			if extraDriver {
+				drivers = append(drivers, vtv1alpha1.DriverSpec{Name: "serial", Type: "jumpstarter_driver_pyserial.driver.PySerial"})
+			}
+			s.Spec.Template.Spec.Drivers = drivers
+			what = fmt.Sprintf("template revision %d (%d drivers)", rev, len(drivers))
+		}
+		if m := ptr.Deref(s.Spec.MaxReplicas, 0); m > 0 {
+			s.Spec.MinReplicas = min(s.Spec.MinReplicas, m)
+			s.Spec.MinAvailableReplicas = min(s.Spec.MinAvailableReplicas, m)
+		}
+		what += fmt.Sprintf(" -> min %d max %d minAvailable %d", s.Spec.MinReplicas, ptr.Deref(s.Spec.MaxReplicas, 0), s.Spec.MinAvailableReplicas)
+	})
+	return p.set + ": " + what, false, err
+}
+
+func (wk *Walk) updateSet(ctx context.Context, name string, mutate func(*vtv1alpha1.ExporterSet)) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var s vtv1alpha1.ExporterSet
+		if err := wk.w.c.Get(ctx, client.ObjectKey{Namespace: wk.w.ns, Name: name}, &s); err != nil {
+			return err
+		}
+		mutate(&s)
+		return wk.w.c.Update(ctx, &s)
+	})
+}
+
+func (wk *Walk) updateClass(ctx context.Context, name string, mutate func(*vtv1alpha1.VirtualTargetClass)) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		var c vtv1alpha1.VirtualTargetClass
+		if err := wk.w.c.Get(ctx, client.ObjectKey{Namespace: wk.w.ns, Name: name}, &c); err != nil {
+			return err
+		}
+		mutate(&c)
+		return wk.w.c.Update(ctx, &c)
+	})
+}
+
+// pickClass draws a class that exists (not deleted by the walk).
+func (wk *Walk) pickClass() *pool {
+	var names []string
+	for _, p := range wk.w.pools {
+		if wk.deleted[p.class] == nil {
+			names = append(names, p.class)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return wk.w.poolOfClass(wk.pickName(names))
+}
+
+// editClass changes a class's parameters (which rolls its sets' idle instances) or its
+// binding mode.
+func (wk *Walk) editClass(ctx context.Context) (string, bool, error) {
+	p := wk.pickClass()
+	if p == nil {
+		return "", true, nil
+	}
+	wk.rev++
+	rev := wk.rev
+	toggleBinding := wk.rng.Intn(3) == 0
+	var what string
+	err := wk.updateClass(ctx, p.class, func(c *vtv1alpha1.VirtualTargetClass) {
+		if toggleBinding {
+			if c.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer {
+				c.Spec.BindingMode = vtv1alpha1.BindingImmediate
+			} else {
+				c.Spec.BindingMode = vtv1alpha1.BindingWaitForFirstConsumer
+			}
+			what = fmt.Sprintf("%s: bindingMode=%s", p.class, c.Spec.BindingMode)
+			return
+		}
+		c.Spec.Parameters = classParameters(p, rev)
+		what = fmt.Sprintf("%s: parameters revision %d", p.class, rev)
+	})
+	if apierrors.IsNotFound(err) {
+		return "", true, nil
+	}
+	return what, false, err
+}
+
+// breakClass gives a class parameters its provisioner refuses, for a few seconds: the set is
+// blocked (InvalidParameters) and must neither create nor delete meanwhile.
+func (wk *Walk) breakClass(ctx context.Context) (string, bool, error) {
+	p := wk.pickClass()
+	if p == nil {
+		return "", true, nil
+	}
+	var invalid []byte
+	if p.provisioner == PluginProvisioner {
+		invalid = []byte(`{"image":"registry.example/soak-target:1","unknownKey":true}`)
+	} else {
+		invalid = []byte(`{"invalid":"soak: refused on purpose"}`)
+	}
+	if wk.broken[p.class] {
+		return "", true, nil // its restore is pending: a second break would restore to broken
+	}
+	err := wk.updateClass(ctx, p.class, func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: invalid}
+	})
+	if apierrors.IsNotFound(err) {
+		return "", true, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	wk.broken[p.class] = true
+	d := time.Duration(2+wk.rng.Intn(4)) * time.Second
+	wk.w.checker.Excuse(p.set, d+excuseSlack)
+	wk.later(d, "restore parameters of class "+p.class, func(ctx context.Context) error {
+		err := wk.updateClass(ctx, p.class, func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Parameters = classParameters(p, wk.rev) })
+		if err != nil && !apierrors.IsNotFound(err) { // deleted meanwhile: it is re-created valid
+			return err
+		}
+		delete(wk.broken, p.class)
+		return nil
+	})
+	return fmt.Sprintf("%s: invalid parameters for %s", p.class, d), false, nil
+}
+
+// deleteClass deletes a class and re-creates it (same spec, new UID) a few seconds later.
+func (wk *Walk) deleteClass(ctx context.Context) (string, bool, error) {
+	p := wk.pickClass()
+	if p == nil {
+		return "", true, nil
+	}
+	var c vtv1alpha1.VirtualTargetClass
+	if err := wk.w.c.Get(ctx, client.ObjectKey{Namespace: wk.w.ns, Name: p.class}, &c); err != nil {
+		return "", false, err
+	}
+	if err := wk.w.c.Delete(ctx, &c); err != nil {
+		return "", false, err
+	}
+	recreate := &vtv1alpha1.VirtualTargetClass{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels}, Spec: c.Spec}
+	if wk.broken[p.class] {
+		recreate.Spec.Parameters = classParameters(p, wk.rev) // a class deleted while broken comes back valid
+	}
+	wk.deleted[p.class] = recreate
+	d := time.Duration(1+wk.rng.Intn(5)) * time.Second
+	wk.w.checker.Excuse(p.set, d+excuseSlack)
+	wk.later(d, "re-create class "+p.class, func(ctx context.Context) error {
+		err := wk.w.c.Create(ctx, recreate.DeepCopy())
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			delete(wk.deleted, p.class)
+			return nil
+		}
+		return err
+	})
+	return fmt.Sprintf("%s, re-created in %s", p.class, d), false, nil
+}
+
+// restartController stops the manager and starts a new one after a pause.
+func (wk *Walk) restartController(ctx context.Context) (string, bool, error) {
+	pause := time.Duration(wk.rng.Intn(2000)) * time.Millisecond
+	start := time.Now()
+	wk.w.checker.Excuse("", time.Minute) // until restarted; shortened below
+	if err := wk.w.ctrl.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		wk.w.history.Record(KindNote, "controller stopped with: %v", err)
+	}
+	select {
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	case <-time.After(pause):
+	}
+	err := wk.w.ctrl.start(ctx)
+	wk.w.checker.excuseUntil("", time.Now().Add(excuseSlack))
+	return fmt.Sprintf("down for %s", time.Since(start).Round(time.Millisecond)), false, err
+}
+
+// apiErrors changes the fraction of the reconciler's API calls that fail.
+func (wk *Walk) apiErrors(context.Context) (string, bool, error) {
+	rates := []float64{0, 0.02, 0.05, 0.1}
+	write := rates[wk.rng.Intn(len(rates))]
+	read := write / 3
+	wk.w.faults.SetRates(write, read)
+	wk.w.history.Record(KindFault, "API errors on %.0f%% of writes, %.1f%% of reads", write*100, read*100)
+	return fmt.Sprintf("writes %.0f%%, reads %.1f%%", write*100, read*100), false, nil
+}
+
+// killPlugin kills the plugin process with SIGKILL; the host restarts it on the next call.
+func (wk *Walk) killPlugin(context.Context) (string, bool, error) {
+	if wk.w.plugins == nil {
+		return "", true, nil
+	}
+	pids, err := killPlugins(wk.w.plugins)
+	for _, p := range wk.w.pools {
+		if p.provisioner == PluginProvisioner {
+			wk.w.checker.Excuse(p.set, excuseSlack)
+		}
+	}
+	if len(pids) == 0 && err == nil {
+		return "", true, nil // not running (restarting): nothing to kill
+	}
+	return fmt.Sprintf("pids %v", pids), false, err
+}
+
+// provisionerFault makes one of the fake provisioner's calls fail (transiently) for a while.
+func (wk *Walk) provisionerFault(context.Context) (string, bool, error) {
+	m := provisionerMethods[wk.rng.Intn(len(provisionerMethods))]
+	d := time.Duration(1+wk.rng.Intn(3)) * time.Second
+	wk.w.fake.Fail(m, provisioner.Transient(errors.New("soak: injected provisioner failure")))
+	wk.w.history.Record(KindFault, "fake provisioner %s fails for %s", m, d)
+	for _, p := range wk.w.pools {
+		if p.provisioner != PluginProvisioner {
+			wk.w.checker.Excuse(p.set, d+excuseSlack)
+		}
+	}
+	wk.later(d, "fake provisioner "+m+" works again", func(context.Context) error {
+		wk.w.fake.Fail(m, nil)
+		return nil
+	})
+	return fmt.Sprintf("%s for %s", m, d), false, nil
+}

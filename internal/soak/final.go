@@ -1,0 +1,231 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+// Final checks the state the pool must reach once the walk has stopped and every fault is
+// off, read from the API server (not a cache). It returns what is not (yet) right; the
+// caller polls it until it returns nothing or a deadline passes. For every set:
+//
+//   - its status counters equal exporterset.ComputeStatus of its instances as the API server
+//     has them now, for the set's current generation;
+//   - at least minReplicas instances are live (not deleting, retiring or exited);
+//   - no unleased instance is still being recycled (retiring or exited);
+//   - it is not above maxReplicas, except by leased or hand-disabled instances;
+//   - its warm buffer holds minAvailableReplicas where the ceiling allows, that is up to
+//     maxReplicas minus the leased and hand-disabled instances: available (ready, enabled,
+//     unleased) ones under Immediate binding, idle enabled ones under WaitForFirstConsumer.
+//
+// And for the namespace: no Pod or Secret whose owning Exporter is gone, and no Exporter
+// without an existing ExporterSet as its controller.
+func (c *Checker) Final(ctx context.Context) ([]string, error) {
+	r := c.direct
+	ns := client.InNamespace(c.ns)
+	var sets vtv1alpha1.ExporterSetList
+	var classes vtv1alpha1.VirtualTargetClassList
+	var exporters jumpstarterv1alpha1.ExporterList
+	var pods corev1.PodList
+	var secrets corev1.SecretList
+	for _, l := range []client.ObjectList{&sets, &classes, &exporters, &pods, &secrets} {
+		if err := r.List(ctx, l, ns); err != nil {
+			return nil, err
+		}
+	}
+	bindings := map[string]vtv1alpha1.BindingMode{}
+	for _, cl := range classes.Items {
+		bindings[cl.Name] = cl.Spec.BindingMode
+	}
+	byOwner := podsByController(pods.Items)
+	var problems []string
+	for i := range sets.Items {
+		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner)...)
+	}
+	problems = append(problems, orphans(sets.Items, exporters.Items, pods.Items, secrets.Items)...)
+	sort.Strings(problems)
+	return problems, nil
+}
+
+func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.BindingMode, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, byOwner map[types.UID][]*corev1.Pod) []string {
+	var problems []string
+	bad := func(format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("set %s: ", set.Name)+fmt.Sprintf(format, args...))
+	}
+	binding, ok := bindings[set.Spec.VirtualTargetClassName]
+	if !ok {
+		bad("class %s does not exist", set.Spec.VirtualTargetClassName)
+		return problems
+	}
+
+	// The status, recomputed the way the reconciler observes: Exporters labelled for the
+	// set, controlled by it and matching its selector, with the Pods labelled for the set
+	// that they control.
+	want := exporterset.ComputeStatus(instancesOf(set, exporters, pods))
+	got := set.Status
+	if set.Status.ObservedGeneration != set.Generation {
+		bad("status.observedGeneration %d, generation %d", got.ObservedGeneration, set.Generation)
+	}
+	if d := diffCounters(got, want); d != "" {
+		bad("status differs from a recomputation: %s", d)
+	}
+
+	var live, nonWarm, warm, stuckAll, total int32
+	for _, e := range ownedBy(exporters, set.UID) {
+		v := viewOf(e, byOwner[e.UID])
+		total++
+		rec := v.recycling(set.Spec.RecycleStrategy)
+		if rec && !v.leased {
+			bad("instance %s is still being recycled (deleting=%v retiring=%v exited=%v)", v.name, v.deleting, v.retiring, v.terminal)
+		}
+		stuck := v.leased || (v.handDisabled() && !rec)
+		if stuck {
+			stuckAll++
+		}
+		if rec {
+			continue
+		}
+		live++
+		if stuck {
+			nonWarm++
+		} else if v.enabled {
+			warm++
+		}
+	}
+	if live < set.Spec.MinReplicas {
+		bad("%d live instances, minReplicas %d", live, set.Spec.MinReplicas)
+	}
+	var maxR int32
+	if set.Spec.MaxReplicas != nil {
+		maxR = *set.Spec.MaxReplicas
+	}
+	buffer := set.Spec.MinAvailableReplicas
+	if maxR > 0 {
+		if total > max(maxR, stuckAll) {
+			bad("%d instances, maxReplicas %d (%d leased or disabled by hand)", total, maxR, stuckAll)
+		}
+		buffer = min(buffer, max(0, maxR-nonWarm))
+	}
+	if binding == vtv1alpha1.BindingWaitForFirstConsumer {
+		if warm < buffer {
+			bad("%d idle instances (WaitForFirstConsumer), want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand)",
+				warm, buffer, set.Spec.MinAvailableReplicas, maxR, nonWarm)
+		}
+	} else if want.AvailableReplicas < buffer {
+		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand)",
+			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, nonWarm)
+	}
+	return problems
+}
+
+// instancesOf builds the set's instances as the reconciler's observe does.
+func instancesOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod) []*exporterset.Instance {
+	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
+	if err != nil {
+		sel = labels.Nothing()
+	}
+	podsOf := map[types.UID][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[exporterset.LabelSet] != set.Name {
+			continue
+		}
+		if uid, ok := controllerUID(p, "Exporter"); ok {
+			podsOf[uid] = append(podsOf[uid], p)
+		}
+	}
+	var out []*exporterset.Instance
+	for i := range exporters {
+		e := &exporters[i]
+		uid, ok := controllerUID(e, "ExporterSet")
+		if !ok || uid != set.UID || e.Labels[exporterset.LabelSet] != set.Name || !sel.Matches(labels.Set(e.Labels)) {
+			continue
+		}
+		out = append(out, &exporterset.Instance{Exporter: e, Pods: podsOf[e.UID]})
+	}
+	return out
+}
+
+// diffCounters compares the counters of two statuses (not conditions, selector or clocks).
+func diffCounters(got, want vtv1alpha1.ExporterSetStatus) string {
+	type pair struct {
+		name      string
+		got, want int32
+	}
+	var out []string
+	for _, p := range []pair{
+		{"replicas", got.Replicas, want.Replicas},
+		{"readyReplicas", got.ReadyReplicas, want.ReadyReplicas},
+		{"availableReplicas", got.AvailableReplicas, want.AvailableReplicas},
+		{"leasedReplicas", got.LeasedReplicas, want.LeasedReplicas},
+		{"unavailableReplicas", got.UnavailableReplicas, want.UnavailableReplicas},
+		{"exportersActive", got.ExportersActive, want.ExportersActive},
+		{"exportersIdle", got.ExportersIdle, want.ExportersIdle},
+		{"exportersDisabled", got.ExportersDisabled, want.ExportersDisabled},
+		{"exportersOffline", got.ExportersOffline, want.ExportersOffline},
+		{"podsPending", got.PodsPending, want.PodsPending},
+		{"podsRunning", got.PodsRunning, want.PodsRunning},
+		{"podsFailed", got.PodsFailed, want.PodsFailed},
+		{"podsUnknown", got.PodsUnknown, want.PodsUnknown},
+	} {
+		if p.got != p.want {
+			out = append(out, fmt.Sprintf("%s=%d (want %d)", p.name, p.got, p.want))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// orphans finds Pods and Secrets whose owning Exporter is gone and Exporters whose set is.
+func orphans(sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, secrets []corev1.Secret) []string {
+	setUIDs := map[types.UID]bool{}
+	for _, s := range sets {
+		setUIDs[s.UID] = true
+	}
+	exporterUIDs := map[types.UID]bool{}
+	var problems []string
+	for i := range exporters {
+		e := &exporters[i]
+		exporterUIDs[e.UID] = true
+		if e.Labels[exporterset.LabelRetainedFrom] != "" {
+			continue // released on purpose (reclaimPolicy Retain)
+		}
+		if uid, ok := controllerUID(e, "ExporterSet"); !ok || !setUIDs[uid] {
+			problems = append(problems, fmt.Sprintf("exporter %s has no existing ExporterSet as its controller", e.Name))
+		}
+	}
+	for i := range pods {
+		p := &pods[i]
+		if uid, ok := controllerUID(p, "Exporter"); !ok || !exporterUIDs[uid] {
+			problems = append(problems, fmt.Sprintf("orphaned pod %s (phase %s)", p.Name, p.Status.Phase))
+		}
+	}
+	for i := range secrets {
+		s := &secrets[i]
+		owned := false
+		for _, ref := range s.OwnerReferences {
+			if ref.Kind != "Exporter" {
+				continue
+			}
+			owned = true
+			if !exporterUIDs[ref.UID] {
+				problems = append(problems, fmt.Sprintf("orphaned secret %s (its Exporter %s is gone)", s.Name, ref.Name))
+			}
+		}
+		if !owned && s.Labels[exporterset.LabelSet] != "" {
+			problems = append(problems, fmt.Sprintf("secret %s is labelled for set %s but owned by no Exporter", s.Name, s.Labels[exporterset.LabelSet]))
+		}
+	}
+	return problems
+}

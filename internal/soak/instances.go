@@ -1,0 +1,101 @@
+package soak
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+// retiringKey is the annotation the reconciler puts on an Exporter it disables to retire.
+const retiringKey = exporterset.AnnotationRetiring
+
+// instanceView is what the ceiling invariants need to know about one Exporter of a set. It
+// is computed by the checker from its own cache, independently of the reconciler's code, so
+// a bug in the reconciler's classification cannot hide itself.
+type instanceView struct {
+	name     string
+	uid      types.UID
+	deleting bool
+	retiring bool // the reconciler's retiring annotation: disabled by the set to be removed
+	leased   bool
+	enabled  bool
+	terminal bool // every Pod not being deleted has completed, and there is at least one
+}
+
+func viewOf(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) instanceView {
+	_, retiring := e.Annotations[retiringKey]
+	v := instanceView{
+		name:     e.Name,
+		uid:      e.UID,
+		deleting: e.DeletionTimestamp != nil,
+		retiring: retiring,
+		leased:   leaseOf(e) != "",
+		enabled:  e.IsEnabled(),
+	}
+	live := 0
+	v.terminal = true
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		live++
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			v.terminal = false
+		}
+	}
+	v.terminal = v.terminal && live > 0
+	return v
+}
+
+// handDisabled is an Exporter a person disabled (spec.enabled=false without the retiring
+// annotation): the set must leave it alone, and it counts towards the ceiling.
+func (v instanceView) handDisabled() bool { return !v.enabled && !v.retiring }
+
+// recycling is an instance on its way out: being deleted, retiring, or (ExitAndReplace) whose
+// exporter exited after its lease. Its replacement may already exist, so for a moment the
+// set may have more instances than maxReplicas.
+func (v instanceView) recycling(strategy vtv1alpha1.RecycleStrategy) bool {
+	return v.deleting || v.retiring || (strategy != vtv1alpha1.RecycleInPlaceReuse && v.terminal && !v.leased)
+}
+
+func leaseOf(e *jumpstarterv1alpha1.Exporter) string {
+	if e.Status.LeaseRef == nil {
+		return ""
+	}
+	return e.Status.LeaseRef.Name
+}
+
+// controllerUID returns the UID of obj's controller of the given kind, if any.
+func controllerUID(obj metav1.Object, kind string) (types.UID, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != kind {
+		return "", false
+	}
+	return ref.UID, true
+}
+
+// podsByController groups pods by the UID of their controlling Exporter.
+func podsByController(pods []corev1.Pod) map[types.UID][]*corev1.Pod {
+	out := map[types.UID][]*corev1.Pod{}
+	for i := range pods {
+		if uid, ok := controllerUID(&pods[i], "Exporter"); ok {
+			out[uid] = append(out[uid], &pods[i])
+		}
+	}
+	return out
+}
+
+// ownedBy returns the Exporters controlled by the set with this UID.
+func ownedBy(exporters []jumpstarterv1alpha1.Exporter, set types.UID) []*jumpstarterv1alpha1.Exporter {
+	var out []*jumpstarterv1alpha1.Exporter
+	for i := range exporters {
+		if uid, ok := controllerUID(&exporters[i], "ExporterSet"); ok && uid == set {
+			out = append(out, &exporters[i])
+		}
+	}
+	return out
+}

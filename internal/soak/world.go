@@ -1,0 +1,132 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/fakeprov"
+	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/provisioner/plugin/host"
+)
+
+// pool is one ExporterSet of the soak with its own VirtualTargetClass, so that a class
+// deleted or edited by the walk affects one set.
+type pool struct {
+	set, class  string
+	provisioner string
+	recycle     vtv1alpha1.RecycleStrategy
+	min, max    int32
+	minAvail    int32
+	cooldown    time.Duration
+}
+
+// pools are small and their cooldowns short, so the walk exercises scale-down and the
+// ceiling often; one runs on the real plugin when it was built.
+func pools(withPlugin bool) []pool {
+	out := []pool{
+		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second},
+		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0},
+	}
+	if withPlugin {
+		out = append(out, pool{set: "gamma", class: "plugin", provisioner: PluginProvisioner, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: 2 * time.Second})
+	}
+	return out
+}
+
+// world is everything one soak run works on.
+type world struct {
+	ns      string
+	c       client.Client // direct, uncached: the walk's and the final check's view
+	sim     *jumpsim.Simulator
+	fake    *fakeprov.Fake
+	plugins *host.Host // nil without the plugin
+	ctrl    *controller
+	checker *Checker
+	faults  *Faults
+	history *History
+	pools   []pool
+}
+
+func (w *world) poolOf(set string) *pool {
+	for i := range w.pools {
+		if w.pools[i].set == set {
+			return &w.pools[i]
+		}
+	}
+	return nil
+}
+
+func (w *world) poolOfClass(class string) *pool {
+	for i := range w.pools {
+		if w.pools[i].class == class {
+			return &w.pools[i]
+		}
+	}
+	return nil
+}
+
+// classParameters are a class's parameters at revision rev: the plugin needs a target image,
+// the fake takes anything.
+func classParameters(p *pool, rev int) *apiextensionsv1.JSON {
+	var v map[string]any
+	if p.provisioner == PluginProvisioner {
+		v = map[string]any{"image": fmt.Sprintf("registry.example/soak-target:%d", rev)}
+	} else {
+		v = map[string]any{"rev": rev}
+	}
+	b, _ := json.Marshal(v)
+	return &apiextensionsv1.JSON{Raw: b}
+}
+
+func newClass(ns string, p *pool) *vtv1alpha1.VirtualTargetClass {
+	return &vtv1alpha1.VirtualTargetClass{
+		ObjectMeta: metav1.ObjectMeta{Name: p.class, Namespace: ns},
+		Spec:       vtv1alpha1.VirtualTargetClassSpec{Provisioner: p.provisioner, Parameters: classParameters(p, 0)},
+	}
+}
+
+func newSet(ns string, p *pool) *vtv1alpha1.ExporterSet {
+	return &vtv1alpha1.ExporterSet{
+		ObjectMeta: metav1.ObjectMeta{Name: p.set, Namespace: ns},
+		Spec: vtv1alpha1.ExporterSetSpec{
+			VirtualTargetClassName: p.class,
+			Selector:               metav1.LabelSelector{MatchLabels: map[string]string{"board": p.set}},
+			Template: vtv1alpha1.ExporterTemplate{
+				Metadata: vtv1alpha1.ExporterTemplateMetadata{Labels: map[string]string{"board": p.set}},
+				Spec:     vtv1alpha1.ExporterTemplateSpec{Drivers: []vtv1alpha1.DriverSpec{{Name: "power", Type: "jumpstarter_driver_power.driver.MockPower"}}},
+			},
+			MinReplicas: p.min, MaxReplicas: ptr.To(p.max), MinAvailableReplicas: p.minAvail,
+			ScaleDownCooldown: &metav1.Duration{Duration: p.cooldown},
+			RecycleStrategy:   p.recycle,
+		},
+	}
+}
+
+// populate creates the namespace's CA bundle, classes and sets.
+func (w *world) populate(ctx context.Context) error {
+	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: w.ns},
+		Data: map[string]string{exporterset.DefaultCAKey: "-----BEGIN CERTIFICATE-----\nsoak\n-----END CERTIFICATE-----\n"}}
+	if err := w.c.Create(ctx, ca); err != nil {
+		return err
+	}
+	for i := range w.pools {
+		p := &w.pools[i]
+		if err := w.c.Create(ctx, newClass(w.ns, p)); err != nil {
+			return fmt.Errorf("creating class %s: %w", p.class, err)
+		}
+		if err := w.c.Create(ctx, newSet(w.ns, p)); err != nil {
+			return fmt.Errorf("creating set %s: %w", p.set, err)
+		}
+	}
+	return nil
+}
