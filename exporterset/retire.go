@@ -81,7 +81,8 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	}
 	if lease != "" {
 		log.Info("a lease was assigned to the instance before it could be removed; keeping it until the lease ends", "exporter", fresh.Name, "lease", lease)
-		return nil // its leaseRef, and with it the next reconcile, follows
+		p.requeueIn(retireGrace) // its leaseRef normally follows (and a reconcile with it), but a pinned lease's end maps to no set
+		return nil
 	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
 	if err := p.prov.Cleanup(ctx, p.req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {

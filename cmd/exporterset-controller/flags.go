@@ -85,8 +85,8 @@ func (f *controllerFlags) register(fs *flag.FlagSet, inCluster bool) {
 	fs.StringVar(&f.pluginChecksums, "plugin-checksums", "", "File of SHA-256 sums (sha256sum format) that plugin binaries must match; a plugin not listed is refused.")
 	fs.StringVar(&f.exporterImage, "exporter-image", "", "Default exporter image of the built-in QEMU provisioner (classes and sets may override).")
 	fs.StringVar(&f.runtimeImage, "runtime-image", "", "Default runtime image of the built-in QEMU provisioner (classes and sets may override).")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Client-side limit of requests per second to the API server.")
-	fs.IntVar(&f.burst, "kube-api-burst", 200, "Client-side burst of requests to the API server.")
+	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Client-side limit of requests per second to the API server (high enough that the limiter is not the bottleneck of a 500-instance scale-up).")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Client-side burst of requests to the API server.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 4, "How many ExporterSets are reconciled at once.")
 	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long running reconciles get to finish on SIGTERM; keep it under the Pod's termination grace period.")
 	f.zap.Development = false

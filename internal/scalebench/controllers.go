@@ -80,6 +80,8 @@ type ctrlMetrics struct {
 	// reconciles is controller_runtime_reconcile_total of the exporterset controller.
 	reconciles float64
 	heapAlloc  float64
+	// created is exporterset_instances_created_total: instances this process created.
+	created float64
 	// releaseBuckets is the cumulative histogram exporterset_lease_release_to_available_seconds.
 	releaseBuckets map[float64]float64
 	releaseCount   float64
@@ -95,6 +97,7 @@ func (o *ours) scrape(ctx context.Context) (ctrlMetrics, error) {
 		clientRequests: sumProm(s, "rest_client_requests_total", nil, "method"),
 		reconciles:     sumProm(s, "controller_runtime_reconcile_total", map[string]string{"controller": "exporterset"}, "")[""],
 		heapAlloc:      sumProm(s, "go_memstats_heap_alloc_bytes", nil, "")[""],
+		created:        sumProm(s, "exporterset_instances_created_total", nil, "")[""],
 		releaseCount:   sumProm(s, "exporterset_lease_release_to_available_seconds_count", nil, "")[""],
 		releaseBuckets: map[float64]float64{},
 	}

@@ -126,6 +126,8 @@ func (r *Report) summarize(cfg Config) {
 			st.Created = int(scol(func(x *StormResult) float64 { return float64(x.Created) }))
 			st.ReleaseP50 = scol(func(x *StormResult) float64 { return x.ReleaseP50 })
 			st.ReleaseP99 = scol(func(x *StormResult) float64 { return x.ReleaseP99 })
+			st.LeaseWaitP50 = scol(func(x *StormResult) float64 { return x.LeaseWaitP50 })
+			st.LeaseWaitP99 = scol(func(x *StormResult) float64 { return x.LeaseWaitP99 })
 			st.ControllerP50 = scol(func(x *StormResult) float64 { return x.ControllerP50 })
 			st.ControllerP99 = scol(func(x *StormResult) float64 { return x.ControllerP99 })
 			st.ControllerCount = scol(func(x *StormResult) float64 { return x.ControllerCount })
@@ -234,6 +236,7 @@ func (r *Report) WriteTable(w io.Writer) {
 				st.Leases, st.Workers, stormWarm, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
 			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
 				st.ReleaseP50, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
+			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP99)
 		}
 	}
 	if mm := r.Memory; mm != nil && mm.With != nil && mm.Without != nil {

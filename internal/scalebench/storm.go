@@ -33,6 +33,9 @@ type StormResult struct {
 	// (the controller's metric pairs them the same way).
 	ReleaseP50 float64 `json:"releaseToAvailableP50"`
 	ReleaseP99 float64 `json:"releaseToAvailableP99"`
+	// LeaseWaitP50/P99 are from a lease's create to its assignment: what a client waits.
+	LeaseWaitP50 float64 `json:"leaseWaitP50"`
+	LeaseWaitP99 float64 `json:"leaseWaitP99"`
 	// ControllerP50/P99 estimate the same from the controller's histogram
 	// exporterset_lease_release_to_available_seconds (bucket interpolation).
 	ControllerP50   float64 `json:"controllerP50"`
@@ -74,19 +77,20 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	sctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	tr := newStormTracker()
-	watchErr := make(chan error, 2)
-	go func() {
-		watchErr <- watchEach(sctx, b.cluster.Client, &jumpstarterv1alpha1.LeaseList{}, ns, func(_ watch.EventType, o client.Object) bool {
-			tr.leaseSeen(o.(*jumpstarterv1alpha1.Lease))
+	// A watch that fails ends the storm (its clients would wait for nothing) with its error.
+	var watchErr atomic.Value
+	follow := func(list client.ObjectList, fn func(watch.EventType, client.Object)) {
+		err := watchEach(sctx, b.cluster.Client, list, ns, func(t watch.EventType, o client.Object) bool {
+			fn(t, o)
 			return false
 		})
-	}()
-	go func() {
-		watchErr <- watchEach(sctx, b.cluster.Client, &jumpstarterv1alpha1.ExporterList{}, ns, func(t watch.EventType, o client.Object) bool {
-			tr.exporterSeen(t, o.(*jumpstarterv1alpha1.Exporter))
-			return false
-		})
-	}()
+		if err != nil && sctx.Err() == nil {
+			watchErr.Store(err)
+			cancel()
+		}
+	}
+	go follow(&jumpstarterv1alpha1.LeaseList{}, func(_ watch.EventType, o client.Object) { tr.leaseSeen(o.(*jumpstarterv1alpha1.Lease)) })
+	go follow(&jumpstarterv1alpha1.ExporterList{}, func(t watch.EventType, o client.Object) { tr.exporterSeen(t, o.(*jumpstarterv1alpha1.Exporter)) })
 	// Exporters available before the storm are not replacements.
 	time.Sleep(500 * time.Millisecond)
 	tr.startCounting()
@@ -116,6 +120,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 					Selector:  metav1.LabelSelector{MatchLabels: selector},
 				},
 			}
+			asked := time.Now()
 			if err := b.cluster.Client.Create(sctx, l); err != nil {
 				return err
 			}
@@ -127,6 +132,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 			case <-sctx.Done():
 				return fmt.Errorf("lease %s not assigned: %w", name, sctx.Err())
 			}
+			tr.waited(time.Since(asked))
 			tr.released(time.Now())
 			patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"release":true}}`))
 			if err := b.cluster.Client.Patch(sctx, l, patch); err != nil {
@@ -134,6 +140,9 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 			}
 		}
 	})
+	if werr, ok := watchErr.Load().(error); ok {
+		err = werr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lease storm: %w", err)
 	}
@@ -151,8 +160,9 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	lat := tr.latencies()
 	st := &StormResult{
 		Leases: n, Workers: stormWarm, Seconds: r.ReadySeconds,
-		Created:    r.Requests.ByCall["create exporters"],
+		Created:    int(after.created - before.created),
 		ReleaseP50: percentile(lat, 50), ReleaseP99: percentile(lat, 99),
+		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP99: percentile(tr.waits, 99),
 	}
 	hist := diffBuckets(after.releaseBuckets, before.releaseBuckets)
 	st.ControllerP50, st.ControllerP99 = histogramQuantile(0.5, hist), histogramQuantile(0.99, hist)
@@ -170,6 +180,7 @@ type stormTracker struct {
 	available map[string]bool // exporters ever seen available
 	releases  []time.Time
 	fresh     []time.Time // first time a new exporter was available
+	waits     []time.Duration
 }
 
 func newStormTracker() *stormTracker {
@@ -225,6 +236,12 @@ func (t *stormTracker) exporterSeen(ev watch.EventType, e *jumpstarterv1alpha1.E
 	if t.counting {
 		t.fresh = append(t.fresh, time.Now())
 	}
+}
+
+func (t *stormTracker) waited(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waits = append(t.waits, d)
 }
 
 func (t *stormTracker) released(at time.Time) {
