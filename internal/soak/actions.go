@@ -465,9 +465,24 @@ func (wk *Walk) restartController(ctx context.Context) (string, bool, error) {
 		return "", false, ctx.Err()
 	case <-time.After(pause):
 	}
-	err := wk.w.ctrl.start(ctx)
+	if err := wk.startController(ctx); err != nil {
+		// Keep the excuse and try again shortly: the rest of the walk needs a controller.
+		wk.later(time.Second, "start the controller again", wk.startController)
+		return "", false, err
+	}
+	return fmt.Sprintf("down for %s", time.Since(start).Round(time.Millisecond)), false, nil
+}
+
+// startController starts a new manager and ends the restart's excuse shortly after.
+func (wk *Walk) startController(ctx context.Context) error {
+	if wk.w.ctrl.running() {
+		return nil // a later restart started one already
+	}
+	if err := wk.w.ctrl.start(ctx); err != nil {
+		return err
+	}
 	wk.w.checker.excuseUntil("", time.Now().Add(excuseSlack))
-	return fmt.Sprintf("down for %s", time.Since(start).Round(time.Millisecond)), false, err
+	return nil
 }
 
 // apiErrors changes the fraction of the reconciler's API calls that fail.

@@ -10,18 +10,6 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
-// Invariant names, as printed in violations.
-const (
-	InvLeasedDisabled   = "leased-exporter-disabled-by-controller"
-	InvLeasedDeleted    = "leased-exporter-deleted"
-	InvLeaseLost        = "lease-lost-its-exporter"
-	InvDeletedUnretired = "exporter-deleted-without-retirement-or-exit"
-	InvOverCeiling      = "replicas-over-max-beyond-recycling"
-	InvStaysAbove       = "replicas-stay-above-max"
-	InvFinal            = "not-converged-after-walk"
-	InvInjected         = "injected-for-self-test"
-)
-
 // CeilingOptions are the tolerances of the ceiling invariants. The checker sees the cluster
 // through its own watches, which lag the reconciler's by a little, and a walk step (a lower
 // maxReplicas, a deleted Pod bringing a recycled instance back) makes an excess the

@@ -82,30 +82,34 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 		bad("status differs from a recomputation: %s", d)
 	}
 
-	var live, nonWarm, warm, stuckAll, total int32
+	// stuck instances occupy the ceiling but cannot serve as the warm buffer: leased ones
+	// (also those whose retirement a lease raced, or whose exporter exited during the lease)
+	// until the lease ends, hand-disabled ones until a person enables them.
+	var live, warm, stuck, total int32
+	var pool []string
 	for _, e := range ownedBy(exporters, set.UID) {
 		v := viewOf(e, byOwner[e.UID])
 		total++
+		pool = append(pool, v.String())
 		rec := v.recycling(set.Spec.RecycleStrategy)
 		if rec && !v.leased {
 			bad("instance %s is still being recycled (deleting=%v retiring=%v exited=%v)", v.name, v.deleting, v.retiring, v.terminal)
 		}
-		stuck := v.leased || (v.handDisabled() && !rec)
-		if stuck {
-			stuckAll++
+		isStuck := v.leased || (v.handDisabled() && !rec)
+		if isStuck {
+			stuck++
 		}
 		if rec {
 			continue
 		}
 		live++
-		if stuck {
-			nonWarm++
-		} else if v.enabled {
+		if !isStuck && v.enabled {
 			warm++
 		}
 	}
+	instances := strings.Join(pool, ", ")
 	if live < set.Spec.MinReplicas {
-		bad("%d live instances, minReplicas %d", live, set.Spec.MinReplicas)
+		bad("%d live instances, minReplicas %d [%s]", live, set.Spec.MinReplicas, instances)
 	}
 	var maxR int32
 	if set.Spec.MaxReplicas != nil {
@@ -113,19 +117,19 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	}
 	buffer := set.Spec.MinAvailableReplicas
 	if maxR > 0 {
-		if total > max(maxR, stuckAll) {
-			bad("%d instances, maxReplicas %d (%d leased or disabled by hand)", total, maxR, stuckAll)
+		if total > max(maxR, stuck) {
+			bad("%d instances, maxReplicas %d (%d leased or disabled by hand) [%s]", total, maxR, stuck, instances)
 		}
-		buffer = min(buffer, max(0, maxR-nonWarm))
+		buffer = min(buffer, max(0, maxR-stuck))
 	}
 	if binding == vtv1alpha1.BindingWaitForFirstConsumer {
 		if warm < buffer {
-			bad("%d idle instances (WaitForFirstConsumer), want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand)",
-				warm, buffer, set.Spec.MinAvailableReplicas, maxR, nonWarm)
+			bad("%d idle instances (WaitForFirstConsumer), want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand) [%s]",
+				warm, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, instances)
 		}
 	} else if want.AvailableReplicas < buffer {
-		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand)",
-			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, nonWarm)
+		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand) [%s]",
+			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, instances)
 	}
 	return problems
 }

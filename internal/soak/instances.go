@@ -51,6 +51,20 @@ func viewOf(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) instanceView {
 	return v
 }
 
+// String is the view in one word per trait, for failure messages.
+func (v instanceView) String() string {
+	out := v.name
+	for _, t := range []struct {
+		on   bool
+		word string
+	}{{v.deleting, "deleting"}, {v.retiring, "retiring"}, {v.leased, "leased"}, {!v.enabled, "disabled"}, {v.terminal, "exited"}} {
+		if t.on {
+			out += " " + t.word
+		}
+	}
+	return out
+}
+
 // handDisabled is an Exporter a person disabled (spec.enabled=false without the retiring
 // annotation): the set must leave it alone, and it counts towards the ceiling.
 func (v instanceView) handDisabled() bool { return !v.enabled && !v.retiring }

@@ -253,3 +253,33 @@ func TestWalkStopsAtFirstViolation(t *testing.T) {
 		t.Errorf("the report lacks the seed, the violation or the history:\n%s", r)
 	}
 }
+
+// TestFinalCountsEveryLeaseAgainstTheCeiling pins down a false alarm the soak raised: an
+// instance whose retirement a lease raced stays (leased, retiring) and occupies the ceiling,
+// so with another leased instance at maxReplicas 2 there is no room for a warm one.
+func TestFinalCountsEveryLeaseAgainstTheCeiling(t *testing.T) {
+	p := &pool{set: "full", class: "full", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, max: 2, minAvail: 1}
+	set := newSet("ns", p)
+	set.UID = "set-uid"
+	owned := func(name string, mutate func(*jumpstarterv1alpha1.Exporter)) jumpstarterv1alpha1.Exporter {
+		e := jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
+			Labels:          map[string]string{exporterset.LabelSet: "full", "board": "full"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, vtv1alpha1.GroupVersion.WithKind("ExporterSet"))}},
+			Spec:   jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
+			Status: jumpstarterv1alpha1.ExporterStatus{LeaseRef: &corev1.LocalObjectReference{Name: "lease-" + name}}}
+		mutate(&e)
+		return e
+	}
+	exporters := []jumpstarterv1alpha1.Exporter{
+		owned("busy", func(*jumpstarterv1alpha1.Exporter) {}),
+		owned("raced", func(e *jumpstarterv1alpha1.Exporter) {
+			e.Annotations = map[string]string{exporterset.AnnotationRetiring: "2026-01-01T00:00:00Z"}
+			e.Spec.Enabled = ptr.To(false)
+		}),
+	}
+	set.Status = exporterset.ComputeStatus(instancesOf(set, exporters, nil))
+	problems := finalSet(set, map[string]vtv1alpha1.BindingMode{"full": vtv1alpha1.BindingWaitForFirstConsumer}, exporters, nil, nil)
+	if len(problems) > 0 {
+		t.Errorf("a full set with every instance leased is converged, got: %v", problems)
+	}
+}

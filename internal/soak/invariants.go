@@ -1,0 +1,23 @@
+package soak
+
+// The invariants, by the name violations print.
+const (
+	// InvLeasedDisabled: the controller disabled (retiring annotation) an Exporter whose
+	// status.leaseRef named a lease.
+	InvLeasedDisabled = "leased-exporter-disabled-by-controller"
+	// InvLeasedDeleted: an Exporter was deleted while its status.leaseRef named a lease.
+	InvLeasedDeleted = "leased-exporter-deleted"
+	// InvLeaseLost: an Exporter was deleted while a Lease that had not ended was assigned to
+	// it (Lease status.exporterRef), its leaseRef not written yet.
+	InvLeaseLost = "lease-lost-its-exporter"
+	// InvDeletedUnretired: an Exporter was deleted that was neither retiring nor exited.
+	InvDeletedUnretired = "exporter-deleted-without-retirement-or-exit"
+	// InvOverCeiling: more instances than maxReplicas that are not being recycled.
+	InvOverCeiling = "replicas-over-max-beyond-recycling"
+	// InvStaysAbove: a set stayed above maxReplicas for longer than the grace.
+	InvStaysAbove = "replicas-stay-above-max"
+	// InvFinal: the final invariants did not hold within the settle time after the walk.
+	InvFinal = "not-converged-after-walk"
+	// InvInjected: the self-test's fake violation.
+	InvInjected = "injected-for-self-test"
+)
