@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,12 +72,15 @@ func TestRetiredInstanceKeptWhileALeaseIsAssignedToIt(t *testing.T) {
 	}
 
 	// Now the set has a surplus: it retires the instance at once (cooldown 0)...
-	var set vtv1alpha1.ExporterSet
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.set}, &set); err != nil {
-		t.Fatal(err)
-	}
-	set.Spec.MinReplicas = 0
-	if err := c.Update(ctx, &set); err != nil {
+	// The controller writes the set's status meanwhile: retry on the conflicts that causes.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var set vtv1alpha1.ExporterSet
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: p.set}, &set); err != nil {
+			return err
+		}
+		set.Spec.MinReplicas = 0
+		return c.Update(ctx, &set)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// ... but must keep it while the Lease is assigned to it.
