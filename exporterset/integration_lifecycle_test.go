@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -70,16 +71,7 @@ func TestInPlaceReuseFailedPodIsReplaced(t *testing.T) {
 	if err := w.sim.FailPod(w.ctx, w.ns, name); err != nil {
 		t.Fatal(err)
 	}
-	w.eventually(30*time.Second, "a new pod for the same exporter", func() string {
-		var p corev1.Pod
-		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &p); err != nil {
-			return err.Error()
-		}
-		if p.UID == oldUID || p.Status.Phase != corev1.PodRunning {
-			return "old pod or not running: " + string(p.Status.Phase)
-		}
-		return ""
-	})
+	waitNewRunningPod(w, name, oldUID, "a new pod for the same exporter")
 	if got := w.exporters("pool"); len(got) != 1 || got[0].Name != name {
 		t.Fatalf("the exporter was replaced instead of its pod: %v", got)
 	}
@@ -97,7 +89,16 @@ func TestInPlaceReuseFailedPodIsReplaced(t *testing.T) {
 	if err := w.sim.FailPod(w.ctx, w.ns, name); err != nil {
 		t.Fatal(err)
 	}
-	w.eventually(30*time.Second, "a new pod for the leased exporter", func() string {
+	waitNewRunningPod(w, name, oldUID, "a new pod for the leased exporter")
+	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil || l.Status.Ended {
+		t.Fatalf("the lease ended when its pod was restarted: %v %+v", err, l.Status)
+	}
+}
+
+// waitNewRunningPod waits until the Pod named name is a different one than oldUID, running.
+func waitNewRunningPod(w *world, name string, oldUID types.UID, what string) {
+	w.t.Helper()
+	w.eventually(30*time.Second, what, func() string {
 		var p corev1.Pod
 		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &p); err != nil {
 			return err.Error()
@@ -107,7 +108,4 @@ func TestInPlaceReuseFailedPodIsReplaced(t *testing.T) {
 		}
 		return ""
 	})
-	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil || l.Status.Ended {
-		t.Fatalf("the lease ended when its pod was restarted: %v %+v", err, l.Status)
-	}
 }
