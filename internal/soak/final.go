@@ -85,7 +85,7 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	// stuck instances occupy the ceiling but cannot serve as the warm buffer: leased ones
 	// (also those whose retirement a lease raced, or whose exporter exited during the lease)
 	// until the lease ends, hand-disabled ones until a person enables them.
-	var live, warm, stuck, total int32
+	var live, warm, stuck, total, occupying int32
 	var pool []string
 	for _, e := range ownedBy(exporters, set.UID) {
 		v := viewOf(e, byOwner[e.UID])
@@ -100,6 +100,9 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 			stuck++
 		}
 		if rec {
+			if v.leased {
+				occupying++ // holds its place under the ceiling until the lease ends
+			}
 			continue
 		}
 		live++
@@ -108,12 +111,18 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 		}
 	}
 	instances := strings.Join(pool, ", ")
-	if live < set.Spec.MinReplicas {
-		bad("%d live instances, minReplicas %d [%s]", live, set.Spec.MinReplicas, instances)
-	}
 	var maxR int32
 	if set.Spec.MaxReplicas != nil {
 		maxR = *set.Spec.MaxReplicas
+	}
+	// The floor holds where the ceiling allows: a leased instance being retired or recycled
+	// keeps its place under maxReplicas until its lease ends, and no replacement may exceed it.
+	floor := set.Spec.MinReplicas
+	if maxR > 0 {
+		floor = min(floor, max(0, maxR-occupying))
+	}
+	if live < floor || total < set.Spec.MinReplicas && (maxR == 0 || total < maxR) {
+		bad("%d live instances (%d in all), minReplicas %d, maxReplicas %d, %d leased ones being replaced [%s]", live, total, set.Spec.MinReplicas, maxR, occupying, instances)
 	}
 	buffer := set.Spec.MinAvailableReplicas
 	if maxR > 0 {
