@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -188,6 +187,3 @@ func (r *Reconciler) newExporter(p *pass, name string) *jumpstarterv1alpha1.Expo
 		Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
 	}
 }
-
-// ignoreNotFound treats an object already gone as done.
-func ignoreNotFound(err error) error { return client.IgnoreNotFound(err) }

@@ -25,7 +25,7 @@ func (r *Reconciler) conditions(p *pass) []metav1.Condition {
 
 	avail := c.AvailableReplicas >= spec.MinAvailableReplicas
 	switch {
-	case p.class != nil && p.class.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer && !p.blockedNow():
+	case p.class != nil && p.class.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer && p.blocked == nil:
 		out = append(out, cond(vtv1alpha1.ConditionAvailable, c.Replicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
 			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas))
 	case avail:
@@ -81,8 +81,6 @@ func (r *Reconciler) conditions(p *pass) []metav1.Condition {
 	}
 	return out
 }
-
-func (p *pass) blockedNow() bool { return p.blocked != nil }
 
 func durationOf(d *metav1.Duration) (out time.Duration) {
 	if d != nil {

@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -66,7 +64,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	}
 	var fresh jumpstarterv1alpha1.Exporter
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(in.Exporter), &fresh); err != nil {
-		return ignoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
 	if !isControlledBy(&fresh, p.set.UID) || fresh.DeletionTimestamp != nil {
 		return nil
@@ -125,8 +123,7 @@ func retireGraceLeft(e *jumpstarterv1alpha1.Exporter, now time.Time) time.Durati
 // read from the API server: the cache may not show an assignment made a moment ago.
 func (r *Reconciler) assignedLease(ctx context.Context, e *jumpstarterv1alpha1.Exporter) (string, error) {
 	var leases jumpstarterv1alpha1.LeaseList
-	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
-	if err := r.apiReader.List(ctx, &leases, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: notEnded}); err != nil {
+	if err := r.apiReader.List(ctx, &leases, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: notEndedLeases}); err != nil {
 		return "", err
 	}
 	for i := range leases.Items {
@@ -177,7 +174,7 @@ func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance) err
 			continue
 		}
 		uid := pod.UID
-		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); ignoreNotFound(err) != nil {
+		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting terminal pod %s: %w", pod.Name, err)
 		}
 		r.recorder.Eventf(p.set, pod, "Normal", EventPodRestarted, "Restart", "pod %s of %s was %s; starting a new one", pod.Name, in.Name(), pod.Status.Phase)

@@ -46,6 +46,13 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return o
 }
 
+// Selectors of the label-restricted caches; notEndedLeases also scopes the uncached Lease
+// read before a removal.
+var (
+	labelledForASet = labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
+	notEndedLeases  = labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
+)
+
 func mustRequirement(key string, op selection.Operator, vals []string) labels.Requirement {
 	r, err := labels.NewRequirement(key, op, vals)
 	if err != nil {
