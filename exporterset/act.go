@@ -152,7 +152,7 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 				// An earlier reconcile on a staler cache made it: it is ours, not a new one.
 				err = nil
 			} else if err == nil {
-				r.recorder.Eventf(p.set, e, "Normal", EventCreated, "Create", "created instance %s", name)
+				p.events.add(EventCreated, name, e)
 			}
 			mu.Lock()
 			defer mu.Unlock()

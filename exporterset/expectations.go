@@ -85,14 +85,16 @@ func (e *expectations) reconcile(key string, now time.Time, obs *Observation) in
 			delete(s.retiring, name)
 			continue
 		}
-		// The cache lags our own patch: see the instance as we left it. Objects listed from
-		// the cache are copies, so this changes nothing shared.
-		if in.Exporter.Annotations == nil {
-			in.Exporter.Annotations = map[string]string{}
+		// The cache lags our own patch: see the instance as we left it, on a copy (the
+		// observed object is the cache's own).
+		e := in.Exporter.DeepCopy()
+		if e.Annotations == nil {
+			e.Annotations = map[string]string{}
 		}
-		in.Exporter.Annotations[AnnotationRetiring] = at.UTC().Format(time.RFC3339)
+		e.Annotations[AnnotationRetiring] = at.UTC().Format(time.RFC3339)
 		disabled := false
-		in.Exporter.Spec.Enabled = &disabled
+		e.Spec.Enabled = &disabled
+		in.Exporter = e
 	}
 	if len(s.created) == 0 && len(s.retiring) == 0 {
 		delete(e.sets, key)

@@ -18,6 +18,9 @@ type Instance struct {
 	Pods []*corev1.Pod
 	// ConfigSecret is the exporter config Secret, nil until written.
 	ConfigSecret *corev1.Secret
+	// Credential is the Jumpstarter credential Secret (status.credential), nil until the
+	// reconciler has labelled it into its cache.
+	Credential *corev1.Secret
 }
 
 // Name is the Exporter's name.

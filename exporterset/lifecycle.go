@@ -3,7 +3,6 @@ package exporterset
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -50,17 +48,13 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 		return nil, err
 	}
 	e := in.Exporter
-	token, err := r.token(ctx, p, e)
+	token, err := r.token(ctx, p, in)
 	if err != nil || token == "" {
 		return nil, err
 	}
-	drivers, err := r.enrichDrivers(ctx, p, e)
-	if err != nil {
+	data, err := r.config(ctx, p, e, token, ca)
+	if err != nil || data == nil {
 		return nil, err
-	}
-	data, err := r.renderConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
-	if err != nil {
-		return nil, provisioner.Invalid(err)
 	}
 	name := ConfigSecretName(e.Name)
 	if s := in.ConfigSecret; s != nil {
@@ -76,7 +70,7 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 		if err := r.client.Update(ctx, updated); err != nil {
 			return nil, ignoreConflict(fmt.Errorf("updating config secret %s: %w", name, err))
 		}
-		r.recorder.Eventf(p.set, updated, "Normal", EventConfigured, "Configure", "updated exporter config of %s", e.Name)
+		p.events.add(EventConfigured, e.Name, updated)
 		in.ConfigSecret = updated
 		return updated, nil
 	}
@@ -98,32 +92,49 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 	return s, nil
 }
 
-// renderConfig is RenderExporterConfig remembering, per Exporter, the YAML of the last JSON it
-// converted: YAML is a pure function of the JSON, and the conversion (yaml.v2 decoding and
-// encoding) was most of the controller's CPU in a large pool, where every pass renders every
-// instance's config again to compare it with its Secret. The JSON is remembered by its hash.
-func (r *Reconciler) renderConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec) ([]byte, error) {
-	j, err := exporterConfigJSON(e, token, caPEM, recycle, drivers)
-	if err != nil {
-		return nil, err
+// config returns the exporter's config.yaml, remembered per Exporter with the inputs it was
+// rendered from: every pass compares every instance's config with its Secret, and
+// rendering it (driver enrichment, JSON, then YAML) again each time was most of the
+// controller's CPU in a large pool. A nil result without error means the drivers are
+// invalid (p.podErr says why).
+func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter, token string, ca []byte) ([]byte, error) {
+	inputs := configInputs{
+		endpoint: e.Status.Endpoint,
+		token:    token,
+		recycle:  p.set.Spec.RecycleStrategy,
+		drivers:  p.hash + "/" + e.Labels[LabelSpecHash],
 	}
-	sum := sha256.Sum256(j)
 	key := e.Namespace + "/" + e.Name
-	if v, ok := r.configs.Load(key); ok && v.(configEntry).sum == sum {
-		return v.(configEntry).yaml, nil
+	if v, ok := r.configs.Load(key); ok {
+		if c := v.(configEntry); c.inputs == inputs && bytes.Equal(c.ca, ca) {
+			return c.yaml, nil
+		}
 	}
-	y, err := yaml.JSONToYAML(j)
-	if err != nil {
+	drivers, err := r.enrichDrivers(ctx, p, e)
+	if err != nil || drivers == nil && p.podErr != nil {
 		return nil, err
 	}
-	r.configs.Store(key, configEntry{sum: sum, yaml: y})
+	y, err := RenderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
+	if err != nil {
+		return nil, provisioner.Invalid(err)
+	}
+	r.configs.Store(key, configEntry{inputs: inputs, ca: ca, yaml: y})
 	return y, nil
 }
 
-// configEntry is what renderConfig remembers of one Exporter; yaml is shared, never modified.
+// configInputs are what an exporter's config depends on besides its name and the CA bundle.
+type configInputs struct {
+	endpoint, token string
+	recycle         vtv1alpha1.RecycleStrategy
+	drivers         string // the spec hashes the drivers were enriched for
+}
+
+// configEntry is what config remembers of one Exporter; ca and yaml are shared, never
+// modified.
 type configEntry struct {
-	sum  [sha256.Size]byte
-	yaml []byte
+	inputs configInputs
+	ca     []byte
+	yaml   []byte
 }
 
 // caBundle returns the PEM bundle exporters trust, read once per pass. The ConfigMap is read
@@ -184,29 +195,27 @@ type caEntry struct {
 
 // token returns the exporter's token from the Jumpstarter credential Secret. The Secret is
 // not ours, so the label-restricted cache does not hold it at first: it is labelled, after
-// which the cache holds and watches it (tokens rotate). The label is a merge patch, whose
-// answer is the whole Secret: reading and labelling cost one request, not two.
-func (r *Reconciler) token(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) (string, error) {
+// which the cache holds and watches it (tokens rotate) and observe finds it with the set's
+// other Secrets. The label is a merge patch, whose answer is the whole Secret: reading and
+// labelling cost one request, not two.
+func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (string, error) {
+	e := in.Exporter
 	key := client.ObjectKey{Namespace: e.Namespace, Name: e.Status.Credential.Name}
-	var s corev1.Secret
-	err := r.client.Get(ctx, key, &s)
-	if apierrors.IsNotFound(err) {
-		label, merr := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSet: p.set.Name}}})
-		if merr != nil {
-			return "", merr
+	s := in.Credential
+	if s == nil {
+		label, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSet: p.set.Name}}})
+		if err != nil {
+			return "", err
 		}
-		s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-		err = r.client.Patch(ctx, &s, client.RawPatch(types.MergePatchType, label))
-		if err != nil && !apierrors.IsNotFound(err) {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		err = r.client.Patch(ctx, s, client.RawPatch(types.MergePatchType, label))
+		if apierrors.IsNotFound(err) {
+			p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s not found", key.Name, e.Name))
+			return "", nil
+		}
+		if err != nil {
 			return "", fmt.Errorf("labelling credential secret %s: %w", key.Name, err)
 		}
-	}
-	if apierrors.IsNotFound(err) {
-		p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s not found", key.Name, e.Name))
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading credential secret %s: %w", key.Name, err)
 	}
 	tok := string(s.Data[TokenKey])
 	if tok == "" {
@@ -226,7 +235,7 @@ func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv
 			return out, nil
 		}
 	}
-	drivers, err := p.prov.EnrichDrivers(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	drivers, err := p.prov.EnrichDrivers(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
 	if err != nil {
 		if provisioner.IsInvalid(err) {
 			p.podErr = err
@@ -244,7 +253,7 @@ func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv
 // Exporter. Its name is the Exporter's, so a stale cache cannot start a second one.
 func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error {
 	e := in.Exporter
-	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
 	if err != nil {
 		if provisioner.IsInvalid(err) {
 			p.podErr = err
@@ -273,7 +282,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error 
 	}
 	r.startedPods.add(e.UID, p.now)
 	in.Pods = append(in.Pods, pod)
-	r.recorder.Eventf(p.set, pod, "Normal", EventPodStarted, "Start", "started pod of instance %s", e.Name)
+	p.events.add(EventPodStarted, e.Name, pod)
 	return nil
 }
 

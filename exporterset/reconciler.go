@@ -127,6 +127,8 @@ type pass struct {
 	podErr           error
 	created, retired int
 	requeue          time.Duration
+	// events are the pass's Normal events, recorded aggregated when it ends.
+	events *passEvents
 }
 
 type blocker struct{ reason, message string }
@@ -156,7 +158,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
-	p := &pass{set: &set, orig: set.DeepCopy(), now: r.clock.Now(), seq: set.Status.InstanceSequence}
+	p := &pass{set: &set, orig: set.DeepCopy(), now: r.clock.Now(), seq: set.Status.InstanceSequence, events: &passEvents{}}
+	defer p.events.flush(r.recorder, p.set)
 	skip, err := r.reconcile(ctx, p)
 	if skip {
 		return ctrl.Result{}, err

@@ -37,10 +37,10 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 		if r.useExpectations {
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
-		r.recorder.Eventf(p.set, patched, "Normal", EventRetiring, "Retire", "disabled instance %s to retire it", e.Name)
+		p.events.add(EventRetiring, e.Name, patched)
 		p.retired++
 		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
-		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret}
+		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
 	return r.remove(ctx, p, in)
 }
@@ -100,10 +100,10 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	r.drivers.Delete(fresh.Namespace + "/" + fresh.Name)
 	r.configs.Delete(fresh.Namespace + "/" + fresh.Name)
 	if recycled {
-		r.recorder.Eventf(p.set, &fresh, "Normal", EventRecycled, "Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", fresh.Name)
+		p.events.add(EventRecycled, fresh.Name, &fresh)
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
 	} else {
-		r.recorder.Eventf(p.set, &fresh, "Normal", EventRetired, "Retire", "deleted retired instance %s", fresh.Name)
+		p.events.add(EventRetired, fresh.Name, &fresh)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 		}
 		return fmt.Errorf("releasing %s: %w", fresh.Name, err)
 	}
-	r.recorder.Eventf(p.set, patched, "Normal", EventRetained, "Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", fresh.Name)
+	p.events.add(EventRetained, fresh.Name, patched)
 	return nil
 }
 
@@ -177,7 +177,7 @@ func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance) err
 		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting terminal pod %s: %w", pod.Name, err)
 		}
-		r.recorder.Eventf(p.set, pod, "Normal", EventPodRestarted, "Restart", "pod %s of %s was %s; starting a new one", pod.Name, in.Name(), pod.Status.Phase)
+		p.events.add(EventPodRestarted, fmt.Sprintf("%s (pod %s)", in.Name(), pod.Status.Phase), pod)
 	}
 	return nil
 }

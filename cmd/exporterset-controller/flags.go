@@ -48,6 +48,7 @@ type controllerFlags struct {
 	kubeconfig       string
 	metricsAddr      string
 	probeAddr        string
+	pprofAddr        string
 	leaderElect      bool
 	leaderElectionID string
 	leaderElectionNS string
@@ -80,6 +81,7 @@ func (f *controllerFlags) register(fs *flag.FlagSet, inCluster bool) {
 	}
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" disables them.`)
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "", `Address of Go's /debug/pprof profiles, to look into CPU and memory use; empty or "0" disables it.`)
 	fs.Var(&f.provisioners, "provisioner", "Serve only this provisioner name (repeatable). Default: every built-in and plugin provisioner found. With it, sets of other provisioners are left alone for another controller; without it, they get a ProvisionerUnknown condition.")
 	fs.StringVar(&f.pluginDir, "plugin-dir", "", "Directory of provisioner plugins: executables named exporterset-provisioner-<name>.")
 	fs.StringVar(&f.pluginChecksums, "plugin-checksums", "", "File of SHA-256 sums (sha256sum format) that plugin binaries must match; a plugin not listed is refused.")

@@ -163,6 +163,7 @@ func runController(ctx context.Context, cfg *rest.Config, f *controllerFlags) er
 		Cache:                         exporterset.CacheOptions(f.namespaces...),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              f.leaderElectionID,
 		LeaderElectionNamespace:       leNS,

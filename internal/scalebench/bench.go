@@ -14,6 +14,8 @@ import (
 type Config struct {
 	// ControllerBin is the built exporterset-controller; KCMBin kube-controller-manager.
 	ControllerBin, KCMBin string
+	// OursArgs are extra flags of every exporterset-controller run (e.g. a pprof address).
+	OursArgs []string
 	// Assets is the directory of etcd and kube-apiserver.
 	Assets string
 	// WorkDir holds kubeconfigs, the audit log and the controllers' logs.

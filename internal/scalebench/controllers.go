@@ -30,8 +30,8 @@ type ours struct {
 
 // startOurs runs the controller binary against the cluster as userOurs, watching
 // namespaces (all when empty), and waits until /readyz says its caches are synced. A nil
-// lim passes no rate-limit flags: the binary's defaults apply.
-func startOurs(ctx context.Context, c *Cluster, bin, logDir, tag string, namespaces []string, lim *Limits) (*ours, error) {
+// lim passes no rate-limit flags: the binary's defaults apply. extra flags come last.
+func startOurs(ctx context.Context, c *Cluster, bin, logDir, tag string, namespaces []string, lim *Limits, extra []string) (*ours, error) {
 	mport, err := freePort()
 	if err != nil {
 		return nil, err
@@ -51,6 +51,7 @@ func startOurs(ctx context.Context, c *Cluster, bin, logDir, tag string, namespa
 	for _, ns := range namespaces {
 		args = append(args, "--namespace", ns)
 	}
+	args = append(args, extra...)
 	p, err := startProcess("exporterset-controller", bin, args, filepath.Join(logDir, "ours-"+tag+".log"))
 	if err != nil {
 		return nil, err

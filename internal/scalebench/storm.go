@@ -54,7 +54,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
 		return nil, err
 	}
-	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, []string{ns}, &b.cfg.Limits)
+	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, []string{ns}, &b.cfg.Limits, b.cfg.OursArgs)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func (b *Bench) runOursLimited(ctx context.Context, w Workload, ns string, watch
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
 		return nil, err
 	}
-	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, watched, lim)
+	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, watched, lim, b.cfg.OursArgs)
 	if err != nil {
 		return nil, err
 	}

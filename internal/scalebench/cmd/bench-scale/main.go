@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,7 +60,24 @@ func run() error {
 	flag.StringVar(&workRoot, "work-dir", "", "parent of the work directory (kubeconfigs, audit log, controller logs; default: the system temp dir)")
 	flag.BoolVar(&keep, "keep", false, "keep the work directory")
 	flag.BoolVar(&cfg.AuditAll, "audit-all", false, "record every client's requests in the audit log of the work directory (with --keep, to look into a result)")
+	flag.Func("ours-arg", "extra flag of every exporterset-controller run (repeatable), e.g. --ours-arg=--pprof-bind-address=127.0.0.1:6060", func(v string) error {
+		cfg.OursArgs = append(cfg.OursArgs, v)
+		return nil
+	})
+	var cpuProfile string
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (the simulator) to this file")
 	flag.Parse()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cfg.MemoryPool = 100
 	cfg.DefaultLimitsSize = int32(defaultLimits)
 	cfg.Timeout = timeout
