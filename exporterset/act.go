@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,12 +114,29 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance
 // ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
 // not n. Creates within a batch run concurrently.
 func (r *Reconciler) createInstances(ctx context.Context, p *pass, n int32) error {
+	if n <= 0 {
+		return nil
+	}
+	// A pass whose status write failed after it created instances leaves the sequence
+	// behind them: the names it would compute again belong to instances already counted.
+	taken := map[string]bool{}
+	for _, in := range p.obs.Instances {
+		taken[in.Name()] = true
+	}
+	for _, in := range p.obs.Strays {
+		taken[in.Name()] = true
+	}
 	remaining := int(n)
 	for batch := min(1, remaining); batch > 0; batch = min(2*batch, remaining) {
 		names := make([]string, batch)
 		for i := range names {
-			names[i] = InstanceName(p.set.Name, string(p.set.UID), p.seq)
-			p.seq++
+			for {
+				names[i] = InstanceName(p.set.Name, string(p.set.UID), p.seq)
+				p.seq++
+				if !taken[names[i]] {
+					break
+				}
+			}
 		}
 		created, err := r.createBatch(ctx, p, names)
 		p.created += len(created)
@@ -150,6 +168,11 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 			err := r.client.Create(ctx, e)
 			if apierrors.IsAlreadyExists(err) {
 				// An earlier reconcile on a staler cache made it: it is ours, not a new one.
+				// A pass a second later looks again, in case no event follows (an Exporter
+				// of that name that is not the set's: its expectation lapses in time).
+				mu.Lock()
+				p.requeueIn(time.Second)
+				mu.Unlock()
 				err = nil
 			} else if err == nil {
 				p.events.add(EventCreated, name, e)

@@ -81,3 +81,40 @@ func TestStaleCacheDoesNotOverCreate(t *testing.T) {
 		})
 	}
 }
+
+// A pass can create instances and then fail to write the status that advances the instance
+// sequence (a conflict). The next pass computes those names again: they belong to
+// instances it already counts, so it must go on to fresh names, not take AlreadyExists for
+// the instances it meant to create.
+func TestLostSequenceWriteStillCreates(t *testing.T) {
+	w := newWorld(t, jumpsimWithoutAnything()...)
+	w.class("fake")
+	w.set("pool", 2, 10, 0)
+	r := exporterset.NewReconciler(w.c, w.c, w.fake.Registry())
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: w.ns, Name: "pool"}}
+	if _, err := r.Reconcile(w.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.exporters("pool")); n != 2 {
+		t.Fatalf("first reconcile created %d instances, want 2", n)
+	}
+	set := w.getSet("pool")
+	if set.Status.InstanceSequence != 2 {
+		t.Fatalf("instanceSequence %d after two creates", set.Status.InstanceSequence)
+	}
+	set.Status.InstanceSequence = 0 // the status write of that pass was lost
+	if err := w.c.Status().Update(w.ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	w.edit(set, func() { set.Spec.MinReplicas = 3 })
+
+	if _, err := r.Reconcile(w.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.exporters("pool")); n != 3 {
+		t.Fatalf("the pass after the lost write left %d instances, want 3", n)
+	}
+	if seq := w.getSet("pool").Status.InstanceSequence; seq != 3 {
+		t.Errorf("instanceSequence %d, want 3 (two names skipped as taken, one used)", seq)
+	}
+}

@@ -78,6 +78,7 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 	}
 	mgr, err := manager.New(cfg, manager.Options{
 		Scheme:                  scheme,
+		MapperProvider:          newCachedMapper,
 		Cache:                   cacheOpts,
 		Logger:                  o.logger,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
@@ -94,7 +95,7 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jumpsim: creating manager: %w", err)
 	}
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	direct, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, fmt.Errorf("jumpsim: creating client: %w", err)
 	}
