@@ -49,6 +49,7 @@ type Reconciler struct {
 	configs    sync.Map // exporter namespace/name -> configEntry
 	caMemo     sync.Map // namespace/configmap/key -> caEntry
 	validated  sync.Map // set namespace/name -> validationEntry
+	own        ownWrites
 }
 
 // validationEntry remembers a Validate verdict for one version of a set and its class:
@@ -151,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.expectations.forget(req.String())
 			r.metrics.forget(req.Namespace, req.Name)
 			r.validated.Delete(req.String())
+			r.own.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -342,12 +344,16 @@ func (r *Reconciler) plan(p *pass, expected int32) *Plan {
 	return &plan
 }
 
-// writeStatus writes the status once, and only when it changed.
+// writeStatus writes the status once, and only when it changed. It builds on the set as
+// this reconciler last wrote it when the cache still shows the version before that write.
+// The pass itself works from the cache: its instance sequence must not run ahead of the
+// Exporters it sees, or a stale Exporter view would get fresh names, not AlreadyExists.
 func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
+	orig := r.own.latest(p.orig)
 	st := p.counts
 	st.Selector = p.selector.String()
 	st.ObservedGeneration = p.set.Generation
-	st.InstanceSequence = p.seq
+	st.InstanceSequence = max(p.seq, orig.Status.InstanceSequence)
 	st.SurplusSince = p.set.Status.SurplusSince
 	if p.plan != nil {
 		st.SurplusSince = nil
@@ -358,17 +364,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	}
 	if b := p.blocked; b != nil {
 		// One event per new problem, not one per reconcile.
-		if c := apimeta.FindStatusCondition(p.orig.Status.Conditions, vtv1alpha1.ConditionDegraded); c == nil || c.Reason != b.reason || c.Message != b.message {
+		if c := apimeta.FindStatusCondition(orig.Status.Conditions, vtv1alpha1.ConditionDegraded); c == nil || c.Reason != b.reason || c.Message != b.message {
 			r.recorder.Eventf(p.set, nil, "Warning", eventForBlock(b.reason), "Reconcile", "%s", b.message)
 		}
 	}
-	st.Conditions = append([]metav1.Condition(nil), p.orig.Status.Conditions...)
+	st.Conditions = append([]metav1.Condition(nil), orig.Status.Conditions...)
 	for _, c := range r.conditions(p) {
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
-	if statusEqual(p.orig.Status, st) {
+	if statusEqual(orig.Status, st) {
 		return nil
 	}
+	p.set.ResourceVersion = orig.ResourceVersion
 	p.set.Status = st
 	// An update, not a merge patch: a patch would leave out counters equal to the cached
 	// zero values, which the schema requires on the first write. The resourceVersion makes
@@ -379,6 +386,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	r.own.wrote(orig.ResourceVersion, p.set)
 	return nil
 }
 
