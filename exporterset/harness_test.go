@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -274,4 +275,20 @@ func getExporter(t *testing.T, w *world, name string) *jumpstarterv1alpha1.Expor
 		return nil
 	}
 	return &e
+}
+
+// eventNotes returns the notes of the events with this reason about the set.
+func (w *world) eventNotes(set, reason string) []string {
+	w.t.Helper()
+	var events eventsv1.EventList
+	if err := w.c.List(w.ctx, &events, client.InNamespace(w.ns)); err != nil {
+		w.t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range events.Items {
+		if e.Reason == reason && e.Regarding.Name == set {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }

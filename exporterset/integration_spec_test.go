@@ -1,6 +1,7 @@
 package exporterset_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
 )
 
 func degraded(st vtv1alpha1.ExporterSetStatus) (reason, message string) {
@@ -94,6 +96,14 @@ func TestCABundleMissingIsACondition(t *testing.T) {
 	if st.PodsRunning+st.PodsPending != 0 {
 		t.Fatalf("pods started without a CA bundle: %s", summary(st))
 	}
+	w.eventually(10*time.Second, "a Waiting event naming the ConfigMap", func() string {
+		for _, n := range w.eventNotes("pool", exporterset.EventWaiting) {
+			if strings.Contains(n, "custom-ca") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("Waiting events: %q", w.eventNotes("pool", exporterset.EventWaiting))
+	})
 	w.create(configMap("custom-ca", map[string]string{"bundle.pem": "pem"}))
 	w.waitStatus("pool", 30*time.Second, "ready once the CA exists", func(s vtv1alpha1.ExporterSetStatus) bool {
 		r, _ := degraded(s)

@@ -9,11 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 )
@@ -74,27 +72,17 @@ func TestScaleFromZeroToMinReplicas(t *testing.T) {
 	})
 	// Created events are one per pass; together they name each instance once.
 	w.eventually(10*time.Second, "Created events naming the 3 instances", func() string {
-		var events eventsv1.EventList
-		if err := w.c.List(w.ctx, &events, client.InNamespace(w.ns)); err != nil {
-			return err.Error()
-		}
-		var exporters jumpstarterv1alpha1.ExporterList
-		if err := w.c.List(w.ctx, &exporters, client.InNamespace(w.ns)); err != nil {
-			return err.Error()
-		}
+		exporters := w.exporters("pool")
 		named := map[string]int{}
-		for _, e := range events.Items {
-			if e.Reason != exporterset.EventCreated || e.Regarding.Name != "pool" {
-				continue
-			}
-			for _, x := range exporters.Items {
-				if strings.Contains(e.Note, x.Name) {
+		for _, note := range w.eventNotes("pool", exporterset.EventCreated) {
+			for _, x := range exporters {
+				if strings.Contains(note, x.Name) {
 					named[x.Name]++
 				}
 			}
 		}
-		if len(exporters.Items) != 3 || len(named) != 3 {
-			return fmt.Sprintf("%d exporters, %d named by Created events (%v)", len(exporters.Items), len(named), named)
+		if len(exporters) != 3 || len(named) != 3 {
+			return fmt.Sprintf("%d exporters, %d named by Created events (%v)", len(exporters), len(named), named)
 		}
 		for name, n := range named {
 			if n != 1 {

@@ -370,6 +370,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	}
 	st.Conditions = append([]metav1.Condition(nil), orig.Status.Conditions...)
 	for _, c := range r.conditions(p) {
+		if c.Type == vtv1alpha1.ConditionDegraded && (c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing) {
+			if old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); old == nil || old.Reason != c.Reason || old.Message != c.Message {
+				r.recorder.Eventf(p.set, nil, "Warning", EventWaiting, "Configure", "%s", c.Message)
+			}
+		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
 	if statusEqual(orig.Status, st) {
