@@ -52,9 +52,15 @@ func TestWaitForFirstConsumer(t *testing.T) {
 	}
 	l := w.lease("first", "pool")
 	w.waitAssigned(l)
-	st := w.getSet("pool").Status
-	if st.PodsRunning != 1 {
-		t.Fatalf("want exactly the consumer's pod running, got %s", summary(st))
+	// The status may trail the assignment by a pass: wait for it, then make sure the
+	// other instance stayed without a Pod.
+	w.waitStatus("pool", 10*time.Second, "the consumer's pod running", func(s vtv1alpha1.ExporterSetStatus) bool { return s.PodsRunning == 1 })
+	time.Sleep(time.Second)
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.getSet("pool").Status; len(pods.Items) != 1 || st.PodsRunning+st.PodsPending != 1 {
+		t.Fatalf("want exactly the consumer's pod, got %d pods, %s", len(pods.Items), summary(st))
 	}
 }
 
