@@ -36,7 +36,10 @@ type Observation struct {
 // writes start from a DeepCopy, and provisioners get copies.
 func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*Observation, error) {
 	ns := client.InNamespace(set.Namespace)
-	mine := client.MatchingLabels{LabelSet: set.Name}
+	var mine client.ListOption = client.MatchingLabels{LabelSet: set.Name}
+	if r.indexed {
+		mine = client.MatchingFields{setIndex: set.Name}
+	}
 	shared := client.UnsafeDisableDeepCopy
 
 	var exporters jumpstarterv1alpha1.ExporterList

@@ -42,6 +42,7 @@ type Reconciler struct {
 	createParallelism int
 	retryInterval     time.Duration
 	name              string
+	indexed           bool // the client's cache has setIndex (SetupWithManager)
 
 	describeMu sync.Mutex
 	describes  map[string]describeEntry

@@ -24,6 +24,23 @@ import (
 // classNameIndex indexes ExporterSets by spec.virtualTargetClassName.
 const classNameIndex = "spec.virtualTargetClassName"
 
+// setIndex indexes Exporters, Pods and Secrets by their LabelSet value: a cache List by
+// label reads every object of the namespace, so with many sets in one namespace each pass
+// cost the size of all the pools, not of its own.
+const setIndex = "label:" + LabelSet
+
+// indexedKinds are the kinds observe lists by setIndex.
+func indexedKinds() []client.Object {
+	return []client.Object{&jumpstarterv1alpha1.Exporter{}, &corev1.Pod{}, &corev1.Secret{}}
+}
+
+func setOf(o client.Object) []string {
+	if name := o.GetLabels()[LabelSet]; name != "" {
+		return []string{name}
+	}
+	return nil
+}
+
 // CacheOptions returns the cache settings the reconciler needs, for the manager's
 // Options.Cache: Pods, Secrets and Exporters are cached only when they carry LabelSet, so
 // memory grows with the pools, not with the cluster; Leases only while they have not ended
@@ -64,7 +81,8 @@ func mustRequirement(key string, op selection.Operator, vals []string) labels.Re
 // SetupWithManager registers the reconciler and its watches: ExporterSets (spec changes),
 // their Exporters, the Pods and Secrets labelled with a set, VirtualTargetClasses (mapped to
 // the sets naming them) and Leases (mapped to the sets whose instances they would match).
-// The manager's cache should be configured with CacheOptions.
+// The manager's cache should be configured with CacheOptions, and the reconciler's client
+// be the manager's: it lists by the cache indexes registered here.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(context.Background(), &vtv1alpha1.ExporterSet{}, classNameIndex, func(o client.Object) []string {
 		return []string{o.(*vtv1alpha1.ExporterSet).Spec.VirtualTargetClassName}
@@ -72,6 +90,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	for _, obj := range indexedKinds() {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, setIndex, setOf); err != nil {
+			return err
+		}
+	}
+	r.indexed = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
