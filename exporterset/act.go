@@ -166,19 +166,17 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 			defer func() { <-sem; wg.Done() }()
 			e := r.newExporter(p, name)
 			err := r.client.Create(ctx, e)
+			mu.Lock()
+			defer mu.Unlock()
 			if apierrors.IsAlreadyExists(err) {
 				// An earlier reconcile on a staler cache made it: it is ours, not a new one.
 				// A pass a second later looks again, in case no event follows (an Exporter
 				// of that name that is not the set's: its expectation lapses in time).
-				mu.Lock()
 				p.requeueIn(time.Second)
-				mu.Unlock()
 				err = nil
 			} else if err == nil {
 				p.events.add(EventCreated, name, e)
 			}
-			mu.Lock()
-			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", name, err))
 				return

@@ -102,7 +102,7 @@ func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1
 		endpoint: e.Status.Endpoint,
 		token:    token,
 		recycle:  p.set.Spec.RecycleStrategy,
-		drivers:  p.hash + "/" + e.Labels[LabelSpecHash],
+		drivers:  driversVersion(p, e),
 	}
 	key := e.Namespace + "/" + e.Name
 	if v, ok := r.configs.Load(key); ok {
@@ -224,11 +224,17 @@ func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (string, 
 	return tok, nil
 }
 
+// driversVersion names what an instance's enriched drivers depend on: the set's spec hash
+// now and the one the instance was built with.
+func driversVersion(p *pass, e *jumpstarterv1alpha1.Exporter) string {
+	return p.hash + "/" + e.Labels[LabelSpecHash]
+}
+
 // enrichDrivers asks the provisioner for the instance's drivers, remembering the answer per
 // Exporter and spec hash: it is deterministic, and for a plugin it is a remote call.
 func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) ([]vtv1alpha1.DriverSpec, error) {
 	key := e.Namespace + "/" + e.Name
-	hash := p.hash + "/" + e.Labels[LabelSpecHash]
+	hash := driversVersion(p, e)
 	if v, ok := r.drivers.Load(key); ok && v.(driversEntry).hash == hash {
 		var out []vtv1alpha1.DriverSpec
 		if err := json.Unmarshal(v.(driversEntry).json, &out); err == nil {

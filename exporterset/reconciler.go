@@ -363,17 +363,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 			st.SurplusSince = &t
 		}
 	}
-	if b := p.blocked; b != nil {
-		// One event per new problem, not one per reconcile.
-		if c := apimeta.FindStatusCondition(orig.Status.Conditions, vtv1alpha1.ConditionDegraded); c == nil || c.Reason != b.reason || c.Message != b.message {
-			r.recorder.Eventf(p.set, nil, "Warning", eventForBlock(b.reason), "Reconcile", "%s", b.message)
-		}
-	}
 	st.Conditions = append([]metav1.Condition(nil), orig.Status.Conditions...)
 	for _, c := range r.conditions(p) {
-		if c.Type == vtv1alpha1.ConditionDegraded && (c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing) {
+		if reason, action := problemEvent(p, c); reason != "" {
+			// One event per new problem, not one per reconcile.
 			if old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); old == nil || old.Reason != c.Reason || old.Message != c.Message {
-				r.recorder.Eventf(p.set, nil, "Warning", EventWaiting, "Configure", "%s", c.Message)
+				r.recorder.Eventf(p.set, nil, "Warning", reason, action, "%s", c.Message)
 			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
@@ -398,11 +393,22 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 
 func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
 
-func eventForBlock(reason string) string {
-	if reason == vtv1alpha1.ReasonProvisionerError {
-		return EventProvisionerError
+// problemEvent is the event (reason and action) a Degraded condition gets when it is new:
+// the set is blocked, or it waits for something a person must provide. Other problems
+// (failed creates, failing pods) record their own events or none.
+func problemEvent(p *pass, c metav1.Condition) (reason, action string) {
+	if c.Type != vtv1alpha1.ConditionDegraded {
+		return "", ""
 	}
-	return EventInvalidSpec
+	switch {
+	case p.blocked != nil && c.Reason == vtv1alpha1.ReasonProvisionerError:
+		return EventProvisionerError, "Reconcile"
+	case p.blocked != nil:
+		return EventInvalidSpec, "Reconcile"
+	case c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing:
+		return EventWaiting, "Configure"
+	}
+	return "", ""
 }
 
 // discardRecorder is the default events.EventRecorder: events go nowhere.
