@@ -29,8 +29,12 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 		patched.Annotations[AnnotationRetiring] = p.now.UTC().Format(time.RFC3339)
 		patched.Spec.Enabled = ptr.To(false)
 		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return nil // changed or gone since we looked: the next reconcile decides again
+			if apierrors.IsConflict(err) {
+				p.requeueIn(conflictRetry) // changed since we looked: decide again soon
+				return nil
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
 			}
 			return fmt.Errorf("disabling %s: %w", e.Name, err)
 		}
@@ -51,6 +55,12 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 // showed it disabled. After the grace no new assignment can come, and one made before shows
 // in the Leases, which remove reads.
 const retireGrace = 2 * time.Second
+
+// conflictRetry is how soon a set is looked at again after a retirement or removal lost a
+// race (a conflict): the write that won may be one the watches ignore (an Exporter
+// heartbeat), and without a requeue the instance waited for the next unrelated event or the
+// resync, minutes above maxReplicas.
+const conflictRetry = time.Second
 
 // remove deletes an unleased instance (or, under reclaimPolicy Retain, releases it from the
 // set). It re-reads the Exporter from the API server first and deletes with that read's
@@ -91,8 +101,12 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 		return r.release(ctx, p, &fresh)
 	}
 	err = r.client.Delete(ctx, &fresh, client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil // it changed since the re-read (maybe a lease): decide again next time
+	if apierrors.IsConflict(err) {
+		p.requeueIn(conflictRetry) // it changed since the re-read (maybe a lease): decide again soon
+		return nil
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", fresh.Name, err)
@@ -157,7 +171,11 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 	}
 	patched.OwnerReferences = refs
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(fresh, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		if apierrors.IsConflict(err) {
+			p.requeueIn(conflictRetry)
+			return nil
+		}
+		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("releasing %s: %w", fresh.Name, err)

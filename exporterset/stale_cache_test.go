@@ -2,9 +2,15 @@ package exporterset_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,5 +122,60 @@ func TestLostSequenceWriteStillCreates(t *testing.T) {
 	}
 	if seq := w.getSet("pool").Status.InstanceSequence; seq != 3 {
 		t.Errorf("instanceSequence %d, want 3 (two names skipped as taken, one used)", seq)
+	}
+}
+
+// conflictOnDelete fails the first Delete of an Exporter with a conflict, as when the
+// Jumpstarter controller writes a heartbeat between the re-read and the delete.
+type conflictOnDelete struct {
+	client.Client
+	conflicted bool
+}
+
+func (c *conflictOnDelete) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*jumpstarterv1alpha1.Exporter); ok && !c.conflicted {
+		c.conflicted = true
+		return apierrors.NewConflict(schema.GroupResource{Group: "jumpstarter.dev", Resource: "exporters"}, obj.GetName(), errors.New("the object has been modified"))
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// A removal that loses a race to a write the watches ignore (heartbeats are filtered) must
+// be tried again soon, not left to the next unrelated event or the resync.
+func TestRemovalRetriedSoonAfterConflict(t *testing.T) {
+	w := newWorld(t, jumpsimWithoutAnything()...)
+	w.class("fake")
+	set := w.set("pool", 2, 2, 0)
+	now := time.Now()
+	clk := clocktesting.NewFakePassiveClock(now)
+	c := &conflictOnDelete{Client: w.c}
+	r := exporterset.NewReconciler(c, w.c, w.fake.Registry(), exporterset.WithClock(clk))
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: w.ns, Name: "pool"}}
+	if _, err := r.Reconcile(w.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	w.edit(set, func() { set.Spec.MinReplicas, set.Spec.MaxReplicas = 1, ptr.To[int32](1) })
+	if _, err := r.Reconcile(w.ctx, req); err != nil { // retires one: disabled, removal after the grace
+		t.Fatal(err)
+	}
+	clk.SetTime(now.Add(time.Minute))
+	res, err := r.Reconcile(w.ctx, req) // past the grace: the delete conflicts
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.conflicted {
+		t.Fatal("no delete was tried")
+	}
+	if n := len(w.exporters("pool")); n != 2 {
+		t.Fatalf("%d instances after the conflicting delete, want 2", n)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > 2*time.Second {
+		t.Fatalf("after a conflicting delete the set is looked at again in %v, want within 2s", res.RequeueAfter)
+	}
+	if _, err := r.Reconcile(w.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.exporters("pool")); n != 1 {
+		t.Fatalf("%d instances after the retry, want 1", n)
 	}
 }
