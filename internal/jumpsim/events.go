@@ -24,6 +24,18 @@ const (
 	ActionPodFailed          = "PodFailed"
 	ActionPodRestarted       = "PodRestarted"
 	ActionPodFinalized       = "PodFinalized"
+	ActionPodUnschedulable   = "PodUnschedulable"
+	ActionImagePullFailed    = "ImagePullFailed"
+	ActionContainerCrashed   = "ContainerCrashed"
+	ActionContainerRestarted = "ContainerRestarted"
+	ActionPodEvicted         = "PodEvicted"
+	ActionPodNodeLost        = "PodNodeLost"
+	ActionNodeLost           = "NodeLost"
+	ActionNodeRestored       = "NodeRestored"
+	ActionNodeChanged        = "NodeChanged"
+	ActionNotRegistering     = "NotRegistering"
+	ActionFaultSet           = "FaultSet"
+	ActionFaultCleared       = "FaultCleared"
 	ActionGCDeleted          = "GCDeleted"
 	ActionGCOwnerRefRemoved  = "GCOwnerRefRemoved"
 	ActionGCFinalizerRemoved = "GCFinalizerRemoved"
@@ -34,7 +46,7 @@ const (
 // Event is one thing the Simulator did (or noticed), for test assertions and debugging.
 type Event struct {
 	Time      time.Time
-	Component string // "credentials", "presence", "scheduler", "kubelet" or "gc"
+	Component string // "credentials", "presence", "scheduler", "kubelet", "node", "faults" or "gc"
 	Action    string // one of the Action constants
 	Kind      string
 	Namespace string

@@ -32,6 +32,42 @@ type kubelet struct {
 	handled map[string]bool // "<pod UID>/<lease UID>"
 	seen    *sightings      // for the start delay
 	dying   *sightings      // for the termination delay
+	// containers holds, per Pod UID and container name, what a kubelet keeps in memory
+	// about a container: crash-loop back-off and failed image pulls.
+	containers map[types.UID]map[string]*containerMemory
+}
+
+// containerMemory is the kubelet's memory of one container.
+type containerMemory struct {
+	started   time.Time // when the current run started
+	crashes   int       // how often it crashed
+	restartAt time.Time // when it restarts from CrashLoopBackOff
+	pullFails int       // failed pulls of its image
+	pullAt    time.Time // when its image may be pulled again
+}
+
+// memory returns the kubelet's memory of a container, creating it.
+func (k *kubelet) memory(pod types.UID, container string) *containerMemory {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m := k.containers[pod]
+	if m == nil {
+		m = map[string]*containerMemory{}
+		k.containers[pod] = m
+	}
+	c := m[container]
+	if c == nil {
+		c = &containerMemory{}
+		m[container] = c
+	}
+	return c
+}
+
+// forgetPodState drops what the kubelet remembers of a Pod that ended or went.
+func (k *kubelet) forgetPodState(pod types.UID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.containers, pod)
 }
 
 func (k *kubelet) wasHandled(pod, lease types.UID) bool {

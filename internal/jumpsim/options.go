@@ -27,6 +27,13 @@ type options struct {
 	podStartDelay    time.Duration
 	podTermDelay     time.Duration
 	podFailure       func(*corev1.Pod) bool
+	regDelay         time.Duration
+	nodeCapacity     corev1.ResourceList
+	crashBackOff     time.Duration
+	crashBackOffMax  time.Duration
+	pullBackOff      time.Duration
+	onlineTimeout    time.Duration
+	configChecks     bool
 	mountChecks      bool
 	controller       bool
 	kubelet          bool
@@ -41,6 +48,11 @@ func defaultOptions() options {
 		endpoint:         DefaultEndpoint,
 		credentialSuffix: DefaultCredentialSecretSuffix,
 		nodeName:         DefaultNodeName,
+		crashBackOff:     DefaultCrashLoopBackOff,
+		crashBackOffMax:  DefaultCrashLoopBackOffMax,
+		pullBackOff:      DefaultImagePullBackOff,
+		onlineTimeout:    DefaultOnlineTimeout,
+		configChecks:     true,
 		mountChecks:      true,
 		controller:       true,
 		kubelet:          true,
@@ -86,8 +98,66 @@ func WithAfterLeaseDelay(d time.Duration) Option { return func(o *options) { o.a
 // WithNodeName sets the node name the kubelet binds Pods to.
 func WithNodeName(name string) Option { return func(o *options) { o.nodeName = name } }
 
-// WithPodStartDelay keeps Pods Pending for this long after the kubelet first saw them.
+// WithPodStartDelay keeps Pods Pending for this long after the kubelet first saw them bound.
+// [Simulator.SetPodStartDelay] changes it at run time.
 func WithPodStartDelay(d time.Duration) Option { return func(o *options) { o.podStartDelay = d } }
+
+// WithRegistrationDelay delays registration: an exporter whose Pod runs becomes Registered
+// and Online only this long after the Simulator first saw its Pod Running, as a slow
+// exporter process (or a slow controller) would. [Simulator.SetRegistrationDelay] changes it
+// at run time.
+func WithRegistrationDelay(d time.Duration) Option { return func(o *options) { o.regDelay = d } }
+
+// WithNodeCapacity replaces the simulated node's capacity (and allocatable, which equals
+// it) by list. Resources not in list are absent from the node: without
+// devices.kubevirt.io/kvm in it, a Pod asking for KVM stays Unschedulable. The default is
+// [DefaultNodeCapacity].
+func WithNodeCapacity(list corev1.ResourceList) Option {
+	return func(o *options) { o.nodeCapacity = list.DeepCopy() }
+}
+
+// WithCrashLoopBackOff sets the kubelet's restart back-off for crashing containers: the
+// first restart waits initial, each further one twice as long, up to max. A real kubelet
+// uses 10s and 5m; the defaults ([DefaultCrashLoopBackOff], [DefaultCrashLoopBackOffMax])
+// are shorter so tests see restartCount rise within seconds.
+func WithCrashLoopBackOff(initial, max time.Duration) Option {
+	return func(o *options) {
+		if initial > 0 {
+			o.crashBackOff = initial
+		}
+		if max >= o.crashBackOff {
+			o.crashBackOffMax = max
+		}
+	}
+}
+
+// WithImagePullBackOff sets how long the kubelet waits between pulls of an image that
+// failed (ImagePullBackOff), default [DefaultImagePullBackOff]. A real kubelet starts at 10s
+// and doubles up to 5m; here the wait is constant so a cleared fault heals quickly.
+func WithImagePullBackOff(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.pullBackOff = d
+		}
+	}
+}
+
+// WithOnlineTimeout sets how long an exporter that stopped reporting (its node was lost)
+// stays Online after it was last seen: upstream's controller reports an exporter Online
+// while it was seen within the last minute, the default ([DefaultOnlineTimeout]).
+func WithOnlineTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.onlineTimeout = d
+		}
+	}
+}
+
+// WithoutConfigChecks lets exporters register whatever their mounted config says. By
+// default an exporter whose config names another endpoint than its Exporter's
+// status.endpoint, holds a token other than its current credential, or trusts an empty or
+// non-PEM CA (without tls.insecure) never registers, as a real one could not.
+func WithoutConfigChecks() Option { return func(o *options) { o.configChecks = false } }
 
 // WithPodTerminationDelay keeps deleted (Terminating) Pods for this long after the kubelet
 // saw the deletion before it removes them. Without it they go as soon as the kubelet sees them.

@@ -40,6 +40,11 @@ type presenceState struct {
 	offline    map[types.NamespacedName]bool
 	override   map[types.NamespacedName]statusOverride
 	afterLease map[types.UID]time.Time
+	// registerFail is why each exporter whose Pod runs cannot register, for
+	// NotRegisteringReason.
+	registerFail map[types.NamespacedName]string
+	// running remembers when presence first saw a Pod Running, for the registration delay.
+	running *sightings
 }
 
 type statusOverride struct {
@@ -49,9 +54,11 @@ type statusOverride struct {
 
 func newPresenceState() *presenceState {
 	return &presenceState{
-		offline:    map[types.NamespacedName]bool{},
-		override:   map[types.NamespacedName]statusOverride{},
-		afterLease: map[types.UID]time.Time{},
+		offline:      map[types.NamespacedName]bool{},
+		override:     map[types.NamespacedName]statusOverride{},
+		afterLease:   map[types.UID]time.Time{},
+		registerFail: map[types.NamespacedName]string{},
+		running:      newSightings(),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,6 +41,8 @@ type Simulator struct {
 	events *eventLog
 
 	presence *presenceState
+	faults   *faultState
+	node     *simNode
 	creds    *credentialState
 	sched    *scheduler
 	kube     *kubelet
@@ -109,6 +112,8 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 		direct:        direct,
 		events:        newEventLog(o.eventLimit),
 		presence:      newPresenceState(),
+		faults:        newFaultState(o),
+		node:          newSimNode(o),
 		creds:         &credentialState{seen: newSightings()},
 		exporterPokes: make(chan event.GenericEvent, 1024),
 		leasePokes:    make(chan event.GenericEvent, 1024),
@@ -116,7 +121,7 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 		done:          make(chan struct{}),
 	}
 	s.sched = newScheduler(s)
-	s.kube = &kubelet{s: s, handled: map[string]bool{}, seen: newSightings(), dying: newSightings()}
+	s.kube = &kubelet{s: s, handled: map[string]bool{}, seen: newSightings(), dying: newSightings(), containers: map[types.UID]map[string]*containerMemory{}}
 
 	ctx := context.Background()
 	var gcKinds []client.Object
