@@ -49,11 +49,15 @@ test: ## Build the control-plane binaries when missing, then run unit and integr
 
 .PHONY: run
 run: ## Run locally: embedded kube-apiserver + etcd, simulated Jumpstarter, the samples and a live view.
-	go run ./cmd/exporterset-controller dev $(ARGS)
+	go run ./cmd/exporterset-dev $(ARGS)
 
 .PHONY: build
 build: ## Build the controller binary into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/exporterset-controller ./cmd/exporterset-controller
+
+.PHONY: check-prod-deps
+check-prod-deps: ## Fail when the production binary links test machinery (envtest, testenv, jumpsim, ...).
+	@hack/check-prod-deps.sh
 
 .PHONY: bench
 bench: ## Go benchmarks: status math, planner, plugin call overhead.

@@ -14,6 +14,8 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 // samplesIn applies the CA ConfigMap and config/samples into a fresh namespace.
@@ -23,7 +25,7 @@ func samplesIn(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := applyDevFixturesIn(ctx, env.Client, ns); err != nil {
+	if _, err := testenv.ApplySamples(ctx, env.Client, "", ns); err != nil {
 		t.Fatal(err)
 	}
 	return ns
@@ -57,7 +59,7 @@ func TestBinaryServesSamplePool(t *testing.T) {
 	startSim(t, ns)
 	p := start(t, "run", "--kubeconfig", kubeconfig(t), "--namespace", ns,
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
-	waitFor(t, 60*time.Second, "warm buffer of 1", func() (bool, string) {
+	testproc.WaitFor(t, 60*time.Second, "warm buffer of 1", func() (bool, string) {
 		st := poolStatus(t, ns)
 		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
 	})
@@ -68,7 +70,7 @@ func TestBinaryServesSamplePool(t *testing.T) {
 	if err := env.Client.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "lease assigned and the buffer refilled", func() (bool, string) {
+	testproc.WaitFor(t, 30*time.Second, "lease assigned and the buffer refilled", func() (bool, string) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
 		st := poolStatus(t, ns)
 		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("lease %v, %+v", l.Status.ExporterRef, st)
@@ -79,14 +81,14 @@ func TestBinaryServesSamplePool(t *testing.T) {
 	if err := env.Client.Patch(ctx, patched, client.MergeFrom(l)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the released instance recycled", func() (bool, string) {
+	testproc.WaitFor(t, 30*time.Second, "the released instance recycled", func() (bool, string) {
 		var e jumpstarterv1alpha1.Exporter
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e)
 		st := poolStatus(t, ns)
 		gone := err != nil || e.DeletionTimestamp != nil
 		return gone && st.AvailableReplicas == 1 && st.LeasedReplicas == 0, fmt.Sprintf("gone=%v %+v", gone, st)
 	})
-	p.stop(t, 25*time.Second)
+	p.Stop(t, 25*time.Second)
 }
 
 // Two replicas with --leader-elect: one reconciles; killed, the other takes over within the
@@ -102,28 +104,27 @@ func TestLeaderElectionFailover(t *testing.T) {
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 	}
 	a := start(t, args()...)
-	waitFor(t, 60*time.Second, "a leader", func() (bool, string) {
+	testproc.WaitFor(t, 60*time.Second, "a leader", func() (bool, string) {
 		var l coordinationv1.Lease
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exporterset.virtualtarget.jumpstarter.dev"}, &l)
 		return err == nil && l.Spec.HolderIdentity != nil, fmt.Sprint(err)
 	})
 	b := start(t, args()...)
-	waitFor(t, 60*time.Second, "the pool served by the leader", func() (bool, string) {
+	testproc.WaitFor(t, 60*time.Second, "the pool served by the leader", func() (bool, string) {
 		st := poolStatus(t, ns)
 		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
 	})
 	time.Sleep(2 * time.Second)
-	if strings.Contains(b.output(), "Starting workers") {
-		t.Fatalf("the standby started reconciling while the leader was alive:\n%s", tail(b.output(), 20))
+	if strings.Contains(b.Output(), "Starting workers") {
+		t.Fatalf("the standby started reconciling while the leader was alive:\n%s", testproc.Tail(b.Output(), 20))
 	}
-	if !strings.Contains(a.output(), "Starting workers") {
-		t.Fatalf("the leader did not start its workers:\n%s", tail(a.output(), 20))
+	if !strings.Contains(a.Output(), "Starting workers") {
+		t.Fatalf("the leader did not start its workers:\n%s", testproc.Tail(a.Output(), 20))
 	}
 	killed := time.Now()
-	_ = a.cmd.Process.Kill()
-	<-a.done
-	waitFor(t, 10*time.Second, "the standby to take over", func() (bool, string) {
-		return strings.Contains(b.output(), "Starting workers"), ""
+	a.Kill()
+	testproc.WaitFor(t, 10*time.Second, "the standby to take over", func() (bool, string) {
+		return strings.Contains(b.Output(), "Starting workers"), ""
 	})
 	if took := time.Since(killed); took > 3*time.Second+3*time.Second {
 		t.Fatalf("takeover took %s, more than the lease duration plus a retry", took)
@@ -137,12 +138,12 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if err := env.Client.Update(ctx, &set); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the new leader to apply the new floor", func() (bool, string) {
+	testproc.WaitFor(t, 30*time.Second, "the new leader to apply the new floor", func() (bool, string) {
 		st := poolStatus(t, ns)
 		c := apimeta.FindStatusCondition(st.Conditions, vtv1alpha1.ConditionAvailable)
 		return st.Replicas >= 2 && c != nil, fmt.Sprintf("%+v", st)
 	})
-	b.stop(t, 25*time.Second)
+	b.Stop(t, 25*time.Second)
 }
 
 func TestBadFlagsFailWithOneLine(t *testing.T) {
@@ -156,6 +157,8 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 		{[]string{"run", "--kubeconfig", kubeconfig(t), "--plugin-dir", "/does/not/exist"}, "--plugin-dir: stat /does/not/exist: no such file or directory", 2},
 		{[]string{"run", "--kubeconfig", kubeconfig(t), "--namespace", "Not_A_Namespace"}, `--namespace "Not_A_Namespace"`, 2},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`, 1},
+		// The local mode is its own command (cmd/exporterset-dev), not linked in here.
+		{[]string{"dev"}, `unknown command "dev"`, 1},
 	} {
 		out, err := exec.Command(binary, tc.args...).CombinedOutput()
 		code := 0
@@ -176,6 +179,10 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 	out, err := exec.Command(binary, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "plugin protocol versions: 1") {
 		t.Errorf("version: %v %s", err, out)
+	}
+	out, err = exec.Command(binary, "help").CombinedOutput()
+	if err != nil || strings.Contains(string(out), "dev") || !strings.Contains(string(out), "version") {
+		t.Errorf("help should list run and version, and no dev mode: %v %s", err, out)
 	}
 	out, err = exec.Command(binary, "run", "--help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "-leader-elect") || !strings.Contains(string(out), "-kube-api-qps") {

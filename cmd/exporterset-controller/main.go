@@ -1,23 +1,29 @@
-// Command exporterset-controller runs the ExporterSet controller: against a cluster (`run`,
-// the default), or on this machine with an embedded control plane and a simulated Jumpstarter
-// (`dev`), so that a newcomer sees pools of virtual exporters work in one command.
+// Command exporterset-controller runs the ExporterSet controller against a cluster. It is the
+// binary the image ships; the local mode with an embedded control plane is the separate
+// command exporterset-dev, so that no test machinery is linked in here.
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/exporterset/exporterset/internal/controllerapp"
 )
 
 const usage = `exporterset-controller keeps warm pools of virtual Jumpstarter exporters.
 
 Usage:
   exporterset-controller [run] [flags]   run against a cluster (kubeconfig or in-cluster)
-  exporterset-controller dev [flags]     run locally: embedded kube-apiserver + etcd, simulated Jumpstarter
-  exporterset-controller dev lease [--release NAME] [flags]
-                                         take (or release) a lease in a running dev environment
   exporterset-controller version         print version, commit and protocol versions
 
-Run "exporterset-controller <command> --help" for the flags of a command.
+Run "exporterset-controller run --help" for the flags.
 `
 
 func main() {
@@ -30,12 +36,6 @@ func main() {
 	switch cmd {
 	case "run":
 		err = runCommand(args)
-	case "dev":
-		if len(args) > 0 && args[0] == "lease" {
-			err = devLeaseCommand(args[1:])
-		} else {
-			err = devCommand(args)
-		}
 	case "version":
 		printVersion(os.Stdout)
 	case "help", "-h", "--help":
@@ -44,9 +44,23 @@ func main() {
 		err = fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 	}
 	if err != nil {
-		if err != errHelp {
-			fmt.Fprintf(os.Stderr, "exporterset-controller: %v\n", err)
-		}
-		os.Exit(exitCode(err))
+		controllerapp.Exit("exporterset-controller", err)
 	}
+}
+
+func runCommand(args []string) error {
+	var f controllerapp.Flags
+	fs := flag.NewFlagSet("exporterset-controller run", flag.ContinueOnError)
+	f.Register(fs, true)
+	if err := controllerapp.Parse(fs, args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.Zap)))
+	cfg, err := controllerapp.RestConfig(f.Kubeconfig())
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return controllerapp.Run(ctx, cfg, &f, version)
 }

@@ -13,8 +13,15 @@ import (
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// commit is the VCS revision the binary was built from, if Go recorded it.
+// revision is set at build time with -ldflags "-X main.revision=<git commit>"; the image build
+// does, since Go records no VCS revision under -buildvcs=false or outside a git checkout.
+var revision = ""
+
+// commit is the VCS revision the binary was built from: revision, else what Go recorded.
 func commit() string {
+	if revision != "" {
+		return revision
+	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {

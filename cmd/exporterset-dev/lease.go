@@ -12,25 +12,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/internal/controllerapp"
 )
 
-// devLeaseCommand takes a lease in a running dev environment, as a Jumpstarter client would
-// (`jmp create lease`), and waits until it is assigned; with --release it ends one.
-func devLeaseCommand(args []string) error {
-	fs := flag.NewFlagSet("dev lease", flag.ContinueOnError)
-	stateDir := fs.String("state-dir", defaultStateDir(), "State directory of the running `dev`.")
+// leaseCommand takes a lease in a running environment, as a Jumpstarter client would (`jmp
+// create lease`), and waits until it is assigned; with --release it ends one.
+func leaseCommand(args []string) error {
+	fs := flag.NewFlagSet("exporterset-dev lease", flag.ContinueOnError)
+	stateDir := fs.String("state-dir", defaultStateDir(), "State directory of the running environment (its --state-dir).")
 	selector := fs.String("selector", "board=x86-64-virtual", "Label selector of the exporters to lease (key=value).")
 	release := fs.String("release", "", "Release this lease instead of taking one.")
 	duration := fs.Duration("duration", 30*time.Minute, "Lease duration.")
 	wait := fs.Duration("wait", time.Minute, "How long to wait for the assignment.")
-	if err := parse(fs, args); err != nil {
+	if err := controllerapp.Parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := restConfig(filepath.Join(*stateDir, "kubeconfig"))
+	cfg, err := controllerapp.RestConfig(filepath.Join(*stateDir, "kubeconfig"))
 	if err != nil {
-		return fmt.Errorf("%w (is `dev` running?)", err)
+		return fmt.Errorf("%w (is `make run` running?)", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: newScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: controllerapp.NewScheme()})
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func devLeaseCommand(args []string) error {
 	}
 	sel, err := metav1.ParseToLabelSelector(*selector)
 	if err != nil {
-		return usageError{fmt.Errorf("--selector: %w", err)}
+		return controllerapp.UsageError{Err: fmt.Errorf("--selector: %w", err)}
 	}
 	l := &jumpstarterv1alpha1.Lease{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "dev-lease-", Namespace: devNamespace},
@@ -67,7 +68,8 @@ func devLeaseCommand(args []string) error {
 			return err
 		}
 		if l.Status.ExporterRef != nil {
-			fmt.Printf("lease %s holds exporter %s; release it with: %s dev lease --release %s\n", l.Name, l.Status.ExporterRef.Name, "exporterset-controller", l.Name)
+			fmt.Printf("lease %s holds exporter %s; release it with: %s\n", l.Name, l.Status.ExporterRef.Name,
+				selfCommand(append(append([]string{"lease"}, stateDirArgs(*stateDir)...), "--release", l.Name)...))
 			return nil
 		}
 		if l.Status.Ended {

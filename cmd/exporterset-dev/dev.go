@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,25 +12,19 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/controllerapp"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/testenv"
 )
 
-// devNamespace is where dev mode applies the samples.
+// devNamespace is where the samples are applied and leases taken.
 const devNamespace = "default"
 
 type devFlags struct {
-	controllerFlags
+	controllerapp.Flags
 	stateDir   string
 	samplesDir string
 	exitAfter  time.Duration
@@ -39,8 +32,8 @@ type devFlags struct {
 }
 
 func (f *devFlags) register(fs *flag.FlagSet) {
-	f.controllerFlags.register(fs, false)
-	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "Where dev mode writes its kubeconfig (read by `dev lease`).")
+	f.Flags.Register(fs, false)
+	fs.StringVar(&f.stateDir, "state-dir", defaultStateDir(), "Where the environment's kubeconfig is written (read by `exporterset-dev lease`).")
 	fs.StringVar(&f.samplesDir, "samples", "", "Directory of manifests to apply at start. Default: config/samples of the repository.")
 	fs.DurationVar(&f.exitAfter, "exit-after", 0, "Stop after this long (for scripts and CI). Default: run until Ctrl-C.")
 	fs.DurationVar(&f.refresh, "refresh", time.Second, "How often the live view is redrawn.")
@@ -55,16 +48,16 @@ func defaultStateDir() string {
 
 func devCommand(args []string) error {
 	var f devFlags
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs := flag.NewFlagSet("exporterset-dev", flag.ContinueOnError)
 	f.register(fs)
 	// A laptop often has something on :8080 already; dev serves neither endpoint by default.
 	_ = fs.Set("metrics-bind-address", "0")
 	_ = fs.Set("health-probe-bind-address", "0")
-	if err := parse(fs, args); err != nil {
+	if err := controllerapp.Parse(fs, args); err != nil {
 		return err
 	}
-	f.zap.Level = zapLevelOrDefault(f.zap.Level)
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
+	f.Zap.Level = zapLevelOrDefault(f.Zap.Level)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.Zap)))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -102,7 +95,7 @@ func runDev(ctx context.Context, f *devFlags) error {
 	}
 	say("kubeconfig: %s", kubeconfig)
 	say("  kubectl --kubeconfig %s get exportersets,exporters,leases,pods -n %s", kubeconfig, devNamespace)
-	say("  take a lease:   %s dev lease", os.Args[0])
+	say("  take a lease:   %s", selfCommand(append([]string{"lease"}, stateDirArgs(f.stateDir)...)...))
 
 	sim, err := jumpsim.New(env.Config)
 	if err != nil {
@@ -114,14 +107,18 @@ func runDev(ctx context.Context, f *devFlags) error {
 	defer func() { _ = sim.Stop() }()
 	say("simulated Jumpstarter controller and kubelet running")
 
-	if err := applyDevFixtures(ctx, env.Client, f.samplesDir); err != nil {
+	applied, err := testenv.ApplySamples(ctx, env.Client, f.samplesDir, devNamespace)
+	for _, path := range applied {
+		say("applied %s", path)
+	}
+	if err != nil {
 		return err
 	}
 
 	ctrlErr := make(chan error, 1)
 	ctrlCtx, stopCtrl := context.WithCancel(ctx)
 	defer stopCtrl()
-	go func() { ctrlErr <- runController(ctrlCtx, env.Config, &f.controllerFlags) }()
+	go func() { ctrlErr <- controllerapp.Run(ctrlCtx, env.Config, &f.Flags, version) }()
 
 	view := &liveView{c: env.Client, namespace: devNamespace, started: started, interactive: isTerminal(os.Stdout)}
 	ticker := time.NewTicker(f.refresh)
@@ -146,74 +143,7 @@ func runDev(ctx context.Context, f *devFlags) error {
 	}
 }
 
-// applyDevFixtures creates what a Jumpstarter installation would have (the CA ConfigMap)
-// and the sample class and ExporterSet, in devNamespace.
-func applyDevFixtures(ctx context.Context, c client.Client, samplesDir string) error {
-	return applyFixtures(ctx, c, samplesDir, devNamespace)
-}
-
-// applyDevFixturesIn applies the repository's samples into namespace ns (for tests).
-func applyDevFixturesIn(ctx context.Context, c client.Client, ns string) error {
-	return applyFixtures(ctx, c, "", ns)
-}
-
-func applyFixtures(ctx context.Context, c client.Client, samplesDir, ns string) error {
-	ca := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: ns},
-		Data: map[string]string{exporterset.DefaultCAKey: "-----BEGIN CERTIFICATE-----\nZGV2IG1vZGUgQ0E=\n-----END CERTIFICATE-----\n"}}
-	if err := c.Create(ctx, ca); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if samplesDir == "" {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			return fmt.Errorf("finding config/samples (run from the repository, or pass --samples): %w", err)
-		}
-		samplesDir = filepath.Join(root, "config", "samples")
-	}
-	files, err := filepath.Glob(filepath.Join(samplesDir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, path := range files {
-		if filepath.Base(path) == "kustomization.yaml" {
-			continue
-		}
-		if err := applyFile(ctx, c, path, ns); err != nil {
-			return err
-		}
-		fmt.Printf("dev: applied %s\n", path)
-	}
-	return nil
-}
-
-func applyFile(ctx context.Context, c client.Client, path, ns string) error {
-	fh, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(fh, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if u.GetNamespace() == "" {
-			u.SetNamespace(ns)
-		}
-		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: creating %s %s: %w", path, u.GetKind(), u.GetName(), err)
-		}
-	}
-}
-
-// zapLevelOrDefault keeps dev mode's screen for the live view: errors only, unless --zap-log-level says otherwise.
+// zapLevelOrDefault keeps the screen for the live view: errors only, unless --zap-log-level says otherwise.
 func zapLevelOrDefault(l zapcore.LevelEnabler) zapcore.LevelEnabler {
 	if l == nil {
 		return zapcore.ErrorLevel

@@ -1,14 +1,11 @@
-package main
+package controllerapp
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -31,26 +27,9 @@ import (
 	"github.com/exporterset/exporterset/provisioners/qemu"
 )
 
-func runCommand(args []string) error {
-	var f controllerFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	f.register(fs, true)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap)))
-	cfg, err := restConfig(f.kubeconfig)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runController(ctx, cfg, &f)
-}
-
-// restConfig finds the cluster: --kubeconfig, else KUBECONFIG, else in-cluster, else
-// ~/.kube/config (controller-runtime's order after the flag).
-func restConfig(kubeconfig string) (*rest.Config, error) {
+// RestConfig finds the cluster: kubeconfig (the --kubeconfig flag) if set, else KUBECONFIG,
+// else in-cluster, else ~/.kube/config (controller-runtime's order after the flag).
+func RestConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
@@ -65,7 +44,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func newScheme() *runtime.Scheme {
+// NewScheme knows the built-in types, ExporterSet/VirtualTargetClass and Jumpstarter's
+// Exporter/Lease: everything the controller reads or writes.
+func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, vtv1alpha1.AddToScheme, jumpstarterv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
@@ -77,7 +58,7 @@ func newScheme() *runtime.Scheme {
 
 // buildRegistry registers the built-in provisioners and the plugins of --plugin-dir, then
 // restricts the registry to --provisioner. Every error is a bad configuration.
-func buildRegistry(ctx context.Context, f *controllerFlags) (*provisioner.Registry, *host.Host, error) {
+func buildRegistry(ctx context.Context, f *Flags, version string) (*provisioner.Registry, *host.Host, error) {
 	reg := provisioner.NewRegistry()
 	var qopts []qemu.Option
 	if f.exporterImage != "" || f.runtimeImage != "" {
@@ -99,20 +80,20 @@ func buildRegistry(ctx context.Context, f *controllerFlags) (*provisioner.Regist
 		if f.pluginDir != "" {
 			st, err := os.Stat(f.pluginDir)
 			if err != nil {
-				return nil, nil, usageError{fmt.Errorf("--plugin-dir: %w", err)}
+				return nil, nil, UsageError{Err: fmt.Errorf("--plugin-dir: %w", err)}
 			}
 			if !st.IsDir() {
-				return nil, nil, usageError{fmt.Errorf("--plugin-dir %s is not a directory", f.pluginDir)}
+				return nil, nil, UsageError{Err: fmt.Errorf("--plugin-dir %s is not a directory", f.pluginDir)}
 			}
 		}
 		opts := host.Options{Logger: ctrl.Log.WithName("plugins")}
 		if f.pluginChecksums != "" {
 			b, err := os.ReadFile(f.pluginChecksums)
 			if err != nil {
-				return nil, nil, usageError{fmt.Errorf("--plugin-checksums: %w", err)}
+				return nil, nil, UsageError{Err: fmt.Errorf("--plugin-checksums: %w", err)}
 			}
 			if opts.Checksums, err = host.ParseSHA256Sums(b); err != nil {
-				return nil, nil, usageError{fmt.Errorf("--plugin-checksums %s: %w", f.pluginChecksums, err)}
+				return nil, nil, UsageError{Err: fmt.Errorf("--plugin-checksums %s: %w", f.pluginChecksums, err)}
 			}
 		}
 		var err error
@@ -128,19 +109,20 @@ func buildRegistry(ctx context.Context, f *controllerFlags) (*provisioner.Regist
 		if plugins != nil {
 			_ = plugins.Close()
 		}
-		return nil, nil, usageError{fmt.Errorf("--provisioner: %w", err)}
+		return nil, nil, UsageError{Err: fmt.Errorf("--provisioner: %w", err)}
 	}
 	return reg, plugins, nil
 }
 
-// runController runs the manager with the reconciler until ctx ends.
-func runController(ctx context.Context, cfg *rest.Config, f *controllerFlags) error {
+// Run runs the manager with the reconciler against cfg until ctx ends. version is the
+// binary's, logged and given to the built-in provisioners (they label what they render).
+func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error {
 	log := ctrl.Log.WithName("setup")
 	if f.qps > 0 {
 		cfg = rest.CopyConfig(cfg)
 		cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	}
-	reg, plugins, err := buildRegistry(ctx, f)
+	reg, plugins, err := buildRegistry(ctx, f, version)
 	if err != nil {
 		return err
 	}
@@ -150,7 +132,7 @@ func runController(ctx context.Context, cfg *rest.Config, f *controllerFlags) er
 
 	for _, ns := range f.namespaces {
 		if errs := validateNamespace(ns); errs != "" {
-			return usageError{fmt.Errorf("--namespace %q: %s", ns, errs)}
+			return UsageError{Err: fmt.Errorf("--namespace %q: %s", ns, errs)}
 		}
 	}
 	leNS := f.leaderElectionNS
@@ -159,7 +141,7 @@ func runController(ctx context.Context, cfg *rest.Config, f *controllerFlags) er
 	}
 	grace := f.gracefulShutdown
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        NewScheme(),
 		Cache:                         exporterset.CacheOptions(f.namespaces...),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,

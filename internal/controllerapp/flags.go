@@ -1,4 +1,8 @@
-package main
+// Package controllerapp is the ExporterSet controller's process: its flags and the manager
+// that runs the reconciler. The production command (cmd/exporterset-controller) and the local
+// one (cmd/exporterset-dev) both run it. It holds production code only: no envtest, no
+// simulator, since it is linked into the shipped binary (hack/check-prod-deps.sh checks).
+package controllerapp
 
 import (
 	"errors"
@@ -12,21 +16,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// errHelp is returned when --help was asked for; the usage is already printed.
-var errHelp = flag.ErrHelp
+// ErrHelp is returned when --help was asked for; the usage is already printed.
+var ErrHelp = flag.ErrHelp
 
-// usageError is a bad command line: one clear line, exit code 2.
-type usageError struct{ error }
+// UsageError is a bad command line: one clear line, exit code 2.
+type UsageError struct{ Err error }
 
-func exitCode(err error) int {
-	var u usageError
-	if errors.Is(err, errHelp) {
+// Error is the cause's message.
+func (u UsageError) Error() string { return u.Err.Error() }
+
+// Unwrap gives errors.Is and errors.As the cause.
+func (u UsageError) Unwrap() error { return u.Err }
+
+// ExitCode is the process exit code for err: 0 after --help, 2 for a bad command line, else 1.
+func ExitCode(err error) int {
+	var u UsageError
+	if errors.Is(err, ErrHelp) {
 		return 0
 	}
 	if errors.As(err, &u) {
 		return 2
 	}
 	return 1
+}
+
+// Exit prints err as "<program>: <err>" (nothing after --help) and exits with ExitCode.
+func Exit(program string, err error) {
+	if !errors.Is(err, ErrHelp) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+	}
+	os.Exit(ExitCode(err))
 }
 
 // stringList is a repeatable flag; it also accepts comma-separated values.
@@ -43,8 +62,8 @@ func (s *stringList) Set(v string) error {
 	return nil
 }
 
-// controllerFlags are the flags of the controller proper, shared by run and dev.
-type controllerFlags struct {
+// Flags are the flags of the controller proper, shared by the production and the local command.
+type Flags struct {
 	kubeconfig       string
 	metricsAddr      string
 	probeAddr        string
@@ -65,10 +84,13 @@ type controllerFlags struct {
 	burst            int
 	maxConcurrent    int
 	gracefulShutdown time.Duration
-	zap              zap.Options
+	// Zap holds the logging flags; callers build the logger from it.
+	Zap zap.Options
 }
 
-func (f *controllerFlags) register(fs *flag.FlagSet, inCluster bool) {
+// Register adds the flags to fs. inCluster adds those that only make sense against a real
+// cluster (kubeconfig, leader election, namespaces); the local command supplies its own.
+func (f *Flags) Register(fs *flag.FlagSet, inCluster bool) {
 	if inCluster {
 		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
@@ -91,26 +113,30 @@ func (f *controllerFlags) register(fs *flag.FlagSet, inCluster bool) {
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Client-side burst of requests to the API server.")
 	fs.IntVar(&f.maxConcurrent, "max-concurrent-reconciles", 4, "How many ExporterSets are reconciled at once.")
 	fs.DurationVar(&f.gracefulShutdown, "graceful-shutdown-timeout", 20*time.Second, "How long running reconciles get to finish on SIGTERM; keep it under the Pod's termination grace period.")
-	f.zap.Development = false
-	f.zap.BindFlags(fs)
+	f.Zap.Development = false
+	f.Zap.BindFlags(fs)
 }
 
-// parse parses args into fs; bad flags are one line and exit code 2, --help exits 0.
-func parse(fs *flag.FlagSet, args []string) error {
+// Kubeconfig is the --kubeconfig flag ("" when unset or not registered).
+func (f *Flags) Kubeconfig() string { return f.kubeconfig }
+
+// Parse parses args into fs; bad flags are one line and exit code 2, --help prints the flags
+// under "Usage of <fs.Name()>" (so name the set after the command line) and returns ErrHelp.
+func Parse(fs *flag.FlagSet, args []string) error {
 	// flag would print the whole usage after a bad flag; one line says more.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(os.Stdout)
-			fmt.Fprintf(os.Stdout, "Usage of exporterset-controller %s:\n", fs.Name())
+			fmt.Fprintf(os.Stdout, "Usage of %s:\n", fs.Name())
 			fs.PrintDefaults()
-			return errHelp
+			return ErrHelp
 		}
-		return usageError{fmt.Errorf("%v (see --help)", err)}
+		return UsageError{Err: fmt.Errorf("%v (see --help)", err)}
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))}
+		return UsageError{Err: fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))}
 	}
 	return nil
 }
