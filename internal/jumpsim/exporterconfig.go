@@ -24,8 +24,18 @@ const ExporterConfigKey = "config.yaml"
 
 // exporterConfig is the part of the ExporterConfig file the simulated exporter acts on.
 type exporterConfig struct {
+	Endpoint       string                     `json:"endpoint"`
+	Token          string                     `json:"token"`
+	TLS            exporterConfigTLS          `json:"tls"`
 	ExitOnLeaseEnd bool                       `json:"exitOnLeaseEnd"`
 	Export         map[string]json.RawMessage `json:"export"`
+}
+
+// exporterConfigTLS is how the exporter trusts the controller: a base64-encoded PEM bundle,
+// or no verification at all.
+type exporterConfigTLS struct {
+	CA       string `json:"ca"`
+	Insecure bool   `json:"insecure"`
 }
 
 // configSource locates the exporter config of a Pod: the container that mounts it and the

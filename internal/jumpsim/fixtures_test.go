@@ -65,6 +65,8 @@ func createExporter(t *testing.T, ns, name string, labels map[string]string) *js
 	return ex
 }
 
+// configYAML is the exporter config the ExporterSet controller would write for ex before any
+// token rotation (the Simulator's tokens are predictable).
 func configYAML(ex *jsv1.Exporter, exitOnLeaseEnd bool) string {
 	return fmt.Sprintf(`apiVersion: jumpstarter.dev/v1alpha1
 kind: ExporterConfig
@@ -75,7 +77,7 @@ endpoint: %s
 tls:
   ca: ""
   insecure: true
-token: placeholder
+token: %s
 export:
   qemu:
     type: jumpstarter_driver_qemu.driver.Qemu
@@ -84,7 +86,7 @@ export:
   power:
     ref: qemu.power
 exitOnLeaseEnd: %t
-`, ex.Namespace, ex.Name, DefaultEndpoint, exitOnLeaseEnd)
+`, ex.Namespace, ex.Name, DefaultEndpoint, Token(ex.Namespace, ex.Name, ex.UID, 0), exitOnLeaseEnd)
 }
 
 // createConfigSecret writes the exporter config Secret "<exporter>-config", owned by ex.

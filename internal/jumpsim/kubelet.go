@@ -37,39 +37,6 @@ type kubelet struct {
 	containers map[types.UID]map[string]*containerMemory
 }
 
-// containerMemory is the kubelet's memory of one container.
-type containerMemory struct {
-	started   time.Time // when the current run started
-	crashes   int       // how often it crashed
-	restartAt time.Time // when it restarts from CrashLoopBackOff
-	pullFails int       // failed pulls of its image
-	pullAt    time.Time // when its image may be pulled again
-}
-
-// memory returns the kubelet's memory of a container, creating it.
-func (k *kubelet) memory(pod types.UID, container string) *containerMemory {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	m := k.containers[pod]
-	if m == nil {
-		m = map[string]*containerMemory{}
-		k.containers[pod] = m
-	}
-	c := m[container]
-	if c == nil {
-		c = &containerMemory{}
-		m[container] = c
-	}
-	return c
-}
-
-// forgetPodState drops what the kubelet remembers of a Pod that ended or went.
-func (k *kubelet) forgetPodState(pod types.UID) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.containers, pod)
-}
-
 func (k *kubelet) wasHandled(pod, lease types.UID) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -141,6 +108,9 @@ func (k *kubelet) podsOfLeaseExporter(ctx context.Context, obj client.Object) []
 func (k *kubelet) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var pod corev1.Pod
 	if err := k.s.client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			k.s.forgetPod(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	res, err := k.sync(ctx, &pod)
@@ -153,31 +123,46 @@ func (k *kubelet) reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return res, nil
 }
 
+// sync plays the scheduler (for unbound Pods) and the kubelet (for bound ones) on pod, in
+// the order a real node goes: binding, start delay, volumes, image pulls, containers
+// running, then crashes, lease ends and deletion. While the node is lost only the node
+// lifecycle controller's marking happens.
 func (k *kubelet) sync(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	k.s.observePod(pod)
+	lost, _ := k.s.node.isLost()
+	onLostNode := lost && pod.Spec.NodeName == k.s.node.name
 	if pod.DeletionTimestamp != nil {
 		k.seen.forget(pod.UID)
+		if onLostNode {
+			return reconcile.Result{}, nil // no kubelet confirms the deletion
+		}
 		return k.finalize(ctx, pod)
 	}
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded, corev1.PodFailed:
+	if isTerminal(pod) {
+		k.forgetPodState(pod.UID)
 		return reconcile.Result{}, nil
+	}
+	if pod.Spec.NodeName == "" {
+		return k.schedule(ctx, pod)
+	}
+	if onLostNode {
+		return reconcile.Result{}, k.markNodeLost(ctx, pod)
+	}
+	switch pod.Status.Phase {
+	case corev1.PodUnknown:
+		return reconcile.Result{}, k.recoverFromNodeLoss(ctx, pod)
 	case corev1.PodRunning:
 		if l, ok := k.s.exitedAfterLease(ctx, pod); ok {
 			return reconcile.Result{}, k.exitAfterLease(ctx, pod, l)
 		}
-		return reconcile.Result{}, nil
+		return k.syncCrashes(ctx, pod)
 	}
-	if pod.Spec.NodeName == "" {
-		// Bind first, as the scheduler would: the apiserver then leaves graceful deletion
-		// to the kubelet, as on a real node. The update event brings the Pod back here.
-		return reconcile.Result{}, k.bind(ctx, pod)
-	}
-	if k.s.opts.podStartDelay > 0 {
-		if d := time.Until(k.seen.first(pod.UID).Add(k.s.opts.podStartDelay)); d > 0 {
+	if delay := k.s.podStartDelay(); delay > 0 {
+		if d := time.Until(k.seen.first(pod.UID).Add(delay)); d > 0 {
 			return reconcile.Result{RequeueAfter: d}, nil
 		}
-		k.seen.forget(pod.UID)
 	}
+	k.seen.forget(pod.UID)
 	if fail := k.s.opts.podFailure; fail != nil && fail(pod) {
 		return reconcile.Result{}, k.terminate(ctx, pod, 1, "Error", "jumpsim: simulated failure (WithPodFailure)")
 	}
@@ -190,7 +175,53 @@ func (k *kubelet) sync(ctx context.Context, pod *corev1.Pod) (reconcile.Result, 
 			return reconcile.Result{}, k.wait(ctx, pod, reason, message)
 		}
 	}
+	if res, blocked, err := k.pullImages(ctx, pod); blocked || err != nil {
+		return res, err
+	}
 	return reconcile.Result{}, k.run(ctx, pod)
+}
+
+// schedule plays kube-scheduler for an unbound Pod: bind it when the node fits, else
+// report it Unschedulable with the scheduler's message.
+func (k *kubelet) schedule(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if err := k.s.buildAccounting(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	fits, message := k.s.reserve(pod)
+	if !fits {
+		return reconcile.Result{RequeueAfter: unschedulableRetry}, k.markUnschedulable(ctx, pod, message)
+	}
+	// Bind first, as the scheduler would: the apiserver then leaves graceful deletion
+	// to the kubelet, as on a real node. The update event brings the Pod back here.
+	if err := k.bind(ctx, pod); err != nil {
+		k.s.forgetPod(client.ObjectKeyFromObject(pod)) // release the reservation
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// markUnschedulable sets PodScheduled=False, reason Unschedulable, as kube-scheduler does
+// for a Pod no node fits; the Pod stays Pending.
+func (k *kubelet) markUnschedulable(ctx context.Context, pod *corev1.Pod, message string) error {
+	wrote, err := k.s.writeStatus(ctx, pod, func() bool {
+		if pod.Spec.NodeName != "" {
+			return false
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reasonUnschedulable && c.Message == message {
+				return false
+			}
+		}
+		setPodCondition(&pod.Status, corev1.PodScheduled, corev1.ConditionFalse, reasonUnschedulable, message, metav1.Now())
+		if pod.Status.Phase == "" {
+			pod.Status.Phase = corev1.PodPending
+		}
+		return true
+	})
+	if wrote {
+		k.s.record("scheduler", ActionPodUnschedulable, "Pod", pod.Namespace, pod.Name, "%s", message)
+	}
+	return err
 }
 
 func (k *kubelet) bind(ctx context.Context, pod *corev1.Pod) error {
@@ -264,6 +295,7 @@ func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, exitCode int32
 		return terminalStatus(p, exitCode, reason, message, metav1.Now())
 	})
 	if wrote {
+		k.forgetPodState(pod.UID)
 		action := ActionPodSucceeded
 		if exitCode != 0 {
 			action = ActionPodFailed

@@ -102,33 +102,48 @@ func runningStatus(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
 	st.Phase = corev1.PodRunning
 	ip := simPodIP(pod.UID)
 	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
-	running := func(c corev1.Container) corev1.ContainerStatus {
-		return corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), ContainerID: containerID(pod, c.Name, 0),
-			Ready: true, Started: ptr.To(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
-		}
-	}
 	for _, c := range pod.Spec.InitContainers {
-		if isSidecar(c) {
-			st.InitContainerStatuses = append(st.InitContainerStatuses, running(c))
-			continue
+		// Containers that got there earlier (while an image was pulled) keep their times.
+		prev, had := statusOf(pod.Status.InitContainerStatuses, c.Name)
+		switch {
+		case isSidecar(c) && had && prev.State.Running != nil:
+			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
+		case isSidecar(c):
+			st.InitContainerStatuses = append(st.InitContainerStatuses, runningContainer(pod, c, now))
+		case had && prev.State.Terminated != nil && prev.State.Terminated.ExitCode == 0:
+			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
+		default:
+			st.InitContainerStatuses = append(st.InitContainerStatuses, completedContainer(pod, c, now))
 		}
-		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), ContainerID: containerID(pod, c.Name, 0),
-			Ready: true, Started: ptr.To(false),
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now, ContainerID: containerID(pod, c.Name, 0),
-			}},
-		})
 	}
 	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, running(c))
+		st.ContainerStatuses = append(st.ContainerStatuses, runningContainer(pod, c, now))
 	}
 	for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
 		setPodCondition(&st, t, corev1.ConditionTrue, "", "", now)
 	}
 	return st
+}
+
+// runningContainer is a container that started now and is ready (no probes are simulated).
+func runningContainer(pod *corev1.Pod, c corev1.Container, now metav1.Time) corev1.ContainerStatus {
+	return corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), ContainerID: containerID(pod, c.Name, 0),
+		Ready: true, Started: ptr.To(true),
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+	}
+}
+
+// completedContainer is an init container that ran to completion.
+func completedContainer(pod *corev1.Pod, c corev1.Container, now metav1.Time) corev1.ContainerStatus {
+	id := containerID(pod, c.Name, 0)
+	return corev1.ContainerStatus{
+		Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), ContainerID: id,
+		Ready: true, Started: ptr.To(false),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now, ContainerID: id,
+		}},
+	}
 }
 
 // terminalStatus is a Pod whose containers all terminated: Succeeded when exitCode is 0,
@@ -204,4 +219,39 @@ func restartedStatus(pod *corev1.Pod, name string, now metav1.Time) corev1.PodSt
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
 	}
 	return st
+}
+
+// statusOf finds a container's status by name in list.
+func statusOf(list []corev1.ContainerStatus, name string) (corev1.ContainerStatus, bool) {
+	for _, cs := range list {
+		if cs.Name == name {
+			return cs, true
+		}
+	}
+	return corev1.ContainerStatus{}, false
+}
+
+// setReadiness sets ContainersReady and Ready from the readiness of the containers that
+// count for it (regular containers and native sidecars), worded as the kubelet does:
+// "containers with unready status: [a b]".
+func setReadiness(st *corev1.PodStatus, pod *corev1.Pod, now metav1.Time) {
+	var unready []string
+	for _, c := range pod.Spec.InitContainers {
+		if cs, ok := statusOf(st.InitContainerStatuses, c.Name); isSidecar(c) && (!ok || !cs.Ready) {
+			unready = append(unready, c.Name)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if cs, ok := statusOf(st.ContainerStatuses, c.Name); !ok || !cs.Ready {
+			unready = append(unready, c.Name)
+		}
+	}
+	if len(unready) == 0 {
+		setPodCondition(st, corev1.ContainersReady, corev1.ConditionTrue, "", "", now)
+		setPodCondition(st, corev1.PodReady, corev1.ConditionTrue, "", "", now)
+		return
+	}
+	message := fmt.Sprintf("containers with unready status: %v", unready)
+	setPodCondition(st, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", message, now)
+	setPodCondition(st, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", message, now)
 }

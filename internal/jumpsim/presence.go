@@ -140,11 +140,19 @@ type presenceView struct {
 	cfg *exporterConfig
 	// exited is set when no process is connected because one exited after its lease.
 	exited bool
+	// blocked says why the process in pod cannot register ("" when it can).
+	blocked string
+	// registerAt is when a delayed registration happens (zero: not delayed).
+	registerAt time.Time
+	// lostSince is when pod's node was lost (zero: reachable): its process stopped
+	// reporting then.
+	lostSince time.Time
 }
 
-// observePresence finds the Pod serving an Exporter: controlled by it, Running, not
-// terminating, and its exporter process has not exited after a lease. Several such Pods
-// (a controller bug) resolve to the first by name.
+// observePresence finds the Pod serving an Exporter: controlled by it, Running (or Unknown
+// on a lost node), not terminating, its exporter container running and its process not
+// exited after a lease. Several such Pods (a controller bug) resolve to the first by name.
+// It also tells whether that process can register (registration.go).
 func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (presenceView, error) {
 	pods, err := s.controlledPods(ctx, ex.Namespace, ex.UID)
 	if err != nil {
@@ -153,16 +161,26 @@ func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (pre
 	var v presenceView
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		unknown := pod.Status.Phase == corev1.PodUnknown
+		if (pod.Status.Phase != corev1.PodRunning && !unknown) || pod.DeletionTimestamp != nil {
 			continue
 		}
 		if _, exited := s.exitedAfterLease(ctx, pod); exited {
 			v.exited = true
 			continue
 		}
-		cfg, _, _ := s.readExporterConfig(ctx, pod)
-		return presenceView{pod: pod, cfg: cfg}, nil
+		cfg, src, _ := s.readExporterConfig(ctx, pod)
+		if !exporterContainerRunning(pod, src) {
+			continue // crashed, or waiting to restart
+		}
+		v = presenceView{pod: pod, cfg: cfg}
+		if lost, at := s.node.isLost(); unknown && lost && pod.Spec.NodeName == s.node.name {
+			v.lostSince = at
+		}
+		s.checkRegistration(ctx, ex, &v)
+		return v, nil
 	}
+	s.noteRegistration(ex, "", "")
 	return v, nil
 }
 
@@ -186,14 +204,28 @@ func (s *Simulator) controlledPods(ctx context.Context, namespace string, uid ty
 // whether anything changed and when to look again.
 func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Time) (bool, time.Duration) {
 	key := client.ObjectKeyFromObject(ex)
-	// Without a token the process cannot register, however long its Pod runs.
-	connected := v.pod != nil && ex.Status.Credential != nil
+	// Without a token the process cannot register, however long its Pod runs; nor with a
+	// wrong config, nor before its registration delay passed.
+	connected := v.pod != nil && ex.Status.Credential != nil && v.blocked == "" && v.registerAt.IsZero()
 	forced := s.presence.forcedOffline(key)
-	online := connected && !forced
+	// A process on a lost node stops reporting; the controller reports it Online until it
+	// was last seen longer ago than the online timeout.
+	staleAt := time.Time{}
+	if !v.lostSince.IsZero() {
+		staleAt = v.lostSince.Add(s.opts.onlineTimeout)
+	}
+	stale := connected && !staleAt.IsZero() && !now.Before(staleAt)
+	online := connected && !forced && !stale
 	wasOnline := meta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionOnline)
 	gen := ex.Generation
 	changed := false
 	var requeue time.Duration
+	if !v.registerAt.IsZero() {
+		requeue = max(v.registerAt.Sub(now), time.Millisecond)
+	}
+	if connected && !stale && !staleAt.IsZero() {
+		requeue = minPositive(requeue, max(staleAt.Sub(now), time.Millisecond))
+	}
 
 	if connected {
 		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, true, gen, reasonRegister,
@@ -218,12 +250,13 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	if online {
 		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, true, gen, reasonSeen, msgSeen) || changed
 		hb := s.opts.heartbeat
-		if !wasOnline || ex.Status.LastSeen.IsZero() || (hb > 0 && now.Sub(ex.Status.LastSeen.Time) >= hb) {
+		heartbeat := hb > 0 && v.lostSince.IsZero() && now.Sub(ex.Status.LastSeen.Time) >= hb
+		if !wasOnline || ex.Status.LastSeen.IsZero() || heartbeat {
 			ex.Status.LastSeen = metav1.NewTime(now)
 			changed = true
 		}
 		if hb > 0 {
-			requeue = hb
+			requeue = minPositive(requeue, hb)
 		}
 		value, message, until := s.onlineStatusValue(ex)
 		if !until.IsZero() {
@@ -233,8 +266,15 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	} else {
 		var reason, message string
 		switch {
-		case connected: // forced offline
+		case connected && forced:
 			reason, message = reasonOffline, "Connection lost (jumpsim SetOffline)"
+		case stale:
+			reason, message = reasonSeen, msgStale(s.opts.onlineTimeout)
+			if ex.Status.LastSeen.Time.Before(v.lostSince) {
+				// It was reporting until its node was lost.
+				ex.Status.LastSeen = metav1.NewTime(v.lostSince)
+				changed = true
+			}
 		case v.exited:
 			reason, message = reasonOffline, msgExited
 		case ex.Status.LastSeen.IsZero():

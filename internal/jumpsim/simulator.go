@@ -183,6 +183,10 @@ func (s *Simulator) Start(ctx context.Context) error {
 	select {
 	case ok := <-synced:
 		if ok {
+			if s.opts.kubelet {
+				// Best effort: the scheduler works from its own node state.
+				_ = s.publishNode(ctx)
+			}
 			return nil
 		}
 		_ = s.Stop()
