@@ -31,7 +31,7 @@ var fuzzSeeds = []struct {
 	{`{"storage":{"storageClassName":"a.b-c","accessModes":["ReadWriteOncePod"]},"resources":{"storage":"1.5Gi"}}`, `{"default_partitions":{"OVMF_CODE.fd":"/x"}}`, false},
 	{`{"resources":{"cpu":"2000m","memory":"0.5Gi","storage":"10G"},"storage":{"fsOverhead":"0%"}}`, `{"hostfwd":{"web":{"hostport":2222,"guestport":80}}}`, false},
 	{`{"arch":null,"resources":null,"storage":{"storageClassName":""}}`, `{"arch":"aarch64","hostname":"fixed"}`, false},
-	{`{"resources":{"memory":"1Pi","storage":"1Pi"}}`, `{"hostfwd":{"ssh":{"hostport":"x"}}}`, false},
+	{`{"resources":{"memory":"1Pi","storage":"1Pi"}}`, `{"hostfwd":{"ssh":{"hostport":2222,"guestport":22}}}`, false},
 	// Refused: each is one of the validation table's mistakes.
 	{`{"resourses":{}}`, ``, true},
 	{`{"resources":{"memory":"2 GB"}}`, ``, true},
@@ -40,6 +40,9 @@ var fuzzSeeds = []struct {
 	{`[]`, ``, true},
 	{`{}`, `[1]`, true},
 	{`{}`, `{"launcher_socket":"/tmp/x.sock"}`, true},
+	{`{}`, `{"hostfwd":{"ssh":{"hostport":"x"}}}`, true},
+	{`{}`, `{"memory":"2G"}`, true},
+	{`{}`, `{"mem":"2Gi","smp":"two"}`, true},
 }
 
 // fuzzClasses are the classes the fuzz target renders in: none of scheduling, KVM with

@@ -61,43 +61,53 @@ func newPlan(req *provisioner.Request) (*plan, error) {
 	return pl, nil
 }
 
-// readDrivers finds the Qemu driver entry and decodes its config, without touching the set.
+// readDrivers checks every driver entry of a type the provisioner knows against that
+// driver's fields, every type that is a typo of a known one and every ref, and keeps the Qemu
+// entry and its decoded config for rendering, without touching the set.
 func (pl *plan) readDrivers(set *vtv1alpha1.ExporterSet) field.ErrorList {
 	if set == nil {
 		return nil
 	}
-	var errs field.ErrorList
-	for i, d := range set.Spec.Template.Spec.Drivers {
-		if d.Type != QemuDriverType {
+	drivers := set.Spec.Template.Spec.Drivers
+	errs := checkTypes(drivers)
+	configs := make([]map[string]any, len(drivers))
+	for i, d := range drivers {
+		spec := lookupDriver(d.Type)
+		if d.Ref != "" || spec == nil {
 			continue
 		}
 		path := driversPath.Index(i)
-		if pl.qemu >= 0 {
+		if d.Type == QemuDriverType && pl.qemu >= 0 {
 			// Every Qemu driver keeps its QMP, serial and VNC sockets at the same fixed
 			// paths in /shared: two in one Pod would fight over them.
 			errs = append(errs, field.Forbidden(path.Child("type"), fmt.Sprintf(
 				"only one %s driver per instance: its sockets live at fixed paths in %s (%s is %q)",
-				QemuDriverType, SharedDir, driversPath.Index(pl.qemu), set.Spec.Template.Spec.Drivers[pl.qemu].Name)))
+				QemuDriverType, SharedDir, driversPath.Index(pl.qemu), drivers[pl.qemu].Name)))
 			continue
 		}
-		pl.qemu = i
+		if d.Type == QemuDriverType {
+			pl.qemu = i
+		}
 		cfg, ferr := decodeConfig(path.Child("config"), d)
 		if ferr != nil {
 			errs = append(errs, ferr)
 			continue
 		}
-		pl.qemuConfig = cfg
-		if v := cfg["launcher_socket"]; v != nil && v != LauncherSocketPath {
-			errs = append(errs, field.Invalid(path.Child("config", "launcher_socket"), v,
-				fmt.Sprintf("must be %q or unset: the target-runtime container serves the launcher there", LauncherSocketPath)))
+		configs[i] = cfg
+		// Checked before anything renders: EnrichDrivers would otherwise add "mem" beside a
+		// misspelt "memory", and the exporter would refuse the whole config at start.
+		errs = append(errs, checkObject(path.Child("config"), cfg, spec.config)...)
+		if i != pl.qemu {
+			continue
 		}
+		pl.qemuConfig = cfg
 		if a, ok := cfg["arch"].(string); ok {
 			if _, known := arches[a]; known {
 				pl.arch = a
 			}
 		}
 	}
-	return errs
+	return append(errs, checkRefs(drivers, configs)...)
 }
 
 // decodeConfig decodes a driver's config; absent or null is an empty object.

@@ -41,8 +41,8 @@ const (
 	// AnnotationAccelerator on the Pod says how QEMU will run the guest: AcceleratorKVM or
 	// AcceleratorTCG.
 	AnnotationAccelerator = Name + "/accelerator"
-	// AcceleratorKVM: the runtime gets /dev/kvm from a device plugin and the guest arch is
-	// the node's.
+	// AcceleratorKVM: the runtime and the exporter get /dev/kvm from a device plugin and the
+	// guest arch is the node's.
 	AcceleratorKVM = "kvm"
 	// AcceleratorTCG: QEMU emulates the guest in software, much slower but anywhere.
 	AcceleratorTCG = "tcg"
@@ -113,6 +113,7 @@ func (p *Provisioner) renderPod(req *provisioner.Request, pl *plan) *corev1.Pod 
 		Command:         []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
 		Env:             []corev1.EnvVar{socketEnv},
 		EnvFrom:         credentials(req),
+		Resources:       exporterResources(pl.kvm),
 		VolumeMounts:    []corev1.VolumeMount{sharedMount, diskMount, configMount},
 		SecurityContext: containerSecurity(),
 	}
@@ -186,6 +187,18 @@ func runtimeResources(in *corev1.ResourceRequirements, params *parameters) corev
 	}
 	out.Requests[corev1.ResourceEphemeralStorage] = vol
 	return out
+}
+
+// exporterResources give the exporter /dev/kvm whenever the runtime has it, through the same
+// device-plugin resource: upstream's Qemu driver adds -accel kvm only when the exporter's own
+// process can open /dev/kvm, even though QEMU runs in the runtime container. Without it the
+// guest runs under TCG on a KVM node. The device is shareable (KubeVirt's plugin advertises
+// 1000 per node), so the second device the Pod now holds costs nothing real; see README.md.
+func exporterResources(kvm corev1.ResourceName) corev1.ResourceRequirements {
+	if kvm == "" {
+		return corev1.ResourceRequirements{}
+	}
+	return corev1.ResourceRequirements{Limits: corev1.ResourceList{kvm: resource.MustParse("1")}}
 }
 
 // diskVolumeFor is the guest disk: a generic ephemeral volume of the storage class when one

@@ -27,7 +27,10 @@ type Provisioner struct {
 	version  string
 }
 
-var _ provisioner.Provisioner = (*Provisioner)(nil)
+var (
+	_ provisioner.Provisioner      = (*Provisioner)(nil)
+	_ provisioner.WarningValidator = (*Provisioner)(nil)
+)
 
 // New returns a Provisioner with the built-in default images, changed by opts.
 func New(opts ...Option) *Provisioner {
@@ -49,12 +52,23 @@ func (p *Provisioner) Describe(context.Context) (provisioner.Description, error)
 	}, nil
 }
 
-// Validate checks the merged parameters, the set's Qemu driver entry and the class's
+// Validate checks the merged parameters, the set's driver entries (those of the types in
+// DriverTypes against the upstream driver's fields, type typos, refs) and the class's
 // credentials and limits. Bad input gives an error for which provisioner.IsInvalid is true,
 // with one field error per problem.
 func (p *Provisioner) Validate(_ context.Context, req *provisioner.Request) error {
 	_, err := newPlan(req)
 	return err
+}
+
+// Warnings returns a warning for each driver entry of an upstream driver package
+// (jumpstarter_driver_*) whose type the provisioner does not know: it may be a third-party or
+// newer driver, so it does not block the set, but its config is not checked. It never fails.
+func (p *Provisioner) Warnings(_ context.Context, req *provisioner.Request) ([]provisioner.Warning, error) {
+	if req == nil {
+		return nil, nil
+	}
+	return driverWarnings(req.Set), nil
 }
 
 // RenderPod returns the instance Pod's spec and annotations, after the same checks as
