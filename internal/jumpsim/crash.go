@@ -84,6 +84,9 @@ type crashNote struct {
 // back-off in CrashLoopBackOff and runs again; one that does not stays terminated, and
 // when every regular container has terminated the Pod reaches its terminal phase.
 func (k *kubelet) syncCrashes(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if !k.s.faults.anyCrash() && !inCrashLoop(pod) {
+		return reconcile.Result{}, nil // the common case, kept cheap for Pods by the hundred
+	}
 	var next time.Duration
 	var notes []crashNote
 	terminal := false
@@ -194,6 +197,18 @@ func (k *kubelet) stepContainer(pod *corev1.Pod, c corev1.Container, sidecar boo
 			return
 		}
 	}
+}
+
+// inCrashLoop reports whether any container of pod waits in CrashLoopBackOff.
+func inCrashLoop(pod *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == reasonCrashLoopBackOff {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // finishIfDone moves a Pod whose regular containers have all terminated (none restarts) to

@@ -1,6 +1,6 @@
 // Package jumpsim simulates the parts of a Kubernetes cluster that the ExporterSet controller
 // depends on but that a test control plane (envtest: kube-apiserver and etcd only) lacks: the
-// Jumpstarter core controller, a kubelet and the garbage collector.
+// Jumpstarter core controller, a kubelet, the scheduler and the garbage collector.
 //
 // It follows the Jumpstarter contract (docs: shared/reference/jumpstarter-contract.md, §2–§4).
 // Everything it does goes through the apiserver, with its own manager and informer cache, so
@@ -17,8 +17,9 @@
 //     [Simulator.RotateToken] rewrites the token in place.
 //   - Presence (the exporter process, seen through the controller): an Exporter is
 //     Registered=True and Online=True, exporterStatus Available (LeaseReady while leased),
-//     while a Running, non-terminating Pod it controls exists, its credential was issued and
-//     the process in the Pod has not exited after a lease. Otherwise Online=False and
+//     while a Running, non-terminating Pod it controls exists, its exporter container runs,
+//     its credential was issued, the process can register (see Registration below) and has
+//     not exited after a lease. Otherwise Online=False and
 //     Registered=False, exporterStatus Offline, as upstream reports an exporter that never
 //     connected or went away. [Simulator.SetOffline], [Simulator.SetOnline] and
 //     [Simulator.SetExporterStatus] override it for chaos tests.
@@ -28,14 +29,59 @@
 //     Exporter becomes the Lease's controller owner and gets status.leaseRef. Leases end on
 //     spec.release or when spec.endTime / status.beginTime+duration passes.
 //
-// Kubelet (on unless [WithoutKubelet]): binds Pods to a fake node, waits for the Secrets
-// and ConfigMaps they reference ([WithoutMountChecks] turns that off), moves them to Running
-// with plausible status (after [WithPodStartDelay]), completes them (Succeeded) when their
-// exporter's lease ended and the exporter config mounted at /etc/jumpstarter/exporters says
-// exitOnLeaseEnd: true, fails them on request ([Simulator.FailPod], [WithPodFailure]), and
-// finishes graceful deletions: the apiserver deletes unbound Pods at once but leaves a bound
-// one Terminating until its kubelet reports it stopped (here: phase Failed, exit code 143)
-// and deletes it with grace period 0 (after [WithPodTerminationDelay]).
+// Scheduler (part of the kubelet component): one node, [DefaultNodeName] unless
+// [WithNodeName], also created as a Node object (labels kubernetes.io/arch=amd64,
+// kubernetes.io/os=linux, kubernetes.io/hostname; capacity = allocatable,
+// [DefaultNodeCapacity] unless [WithNodeCapacity]). A Pod is bound only when the node
+// fits: its NoSchedule/NoExecute taints tolerated, nodeSelector and required node affinity
+// matched, and its effective request (regular containers plus native sidecars, or the
+// largest init container beside the sidecars before it, plus overhead; a limit without a
+// request counts as the request) within allocatable minus the requests of the non-terminal
+// Pods bound to it (a running sum, built from the cache once). Otherwise the Pod stays
+// Pending with PodScheduled=False, reason Unschedulable, and kube-scheduler's message, e.g.
+// "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes
+// are available: 1 No preemption victims found for incoming pod." (taints and affinity end
+// in "Preemption is not helpful for scheduling."). Unschedulable Pods are retried when
+// resources free up, on [Simulator.SetNodeCapacity], [Simulator.SetNodeTaints] and
+// [Simulator.RestoreNode], and every 10s.
+//
+// Kubelet (on unless [WithoutKubelet]): waits for the Secrets and ConfigMaps bound Pods
+// reference ([WithoutMountChecks] turns that off), pulls images (failing as
+// [Simulator.SetImagePullError] says: ErrImagePull with the registry's message, then
+// ImagePullBackOff "Back-off pulling image ...: ErrImagePull: ...", Pod Pending), moves Pods
+// to Running with plausible status (after [WithPodStartDelay] / [Simulator.SetPodStartDelay]),
+// crashes the long-running containers of images given to [Simulator.SetCrash] (terminated
+// with exit code and reason; a restartPolicy Never Pod whose regular containers all ended
+// becomes Failed; a native sidecar, or a container of a restartPolicy Always Pod, goes
+// through CrashLoopBackOff with a doubling back-off ([WithCrashLoopBackOff]), lastState
+// and a rising restartCount while the Pod stays Running with Ready and ContainersReady
+// False), completes Pods (Succeeded) when their exporter's lease ended and the exporter
+// config mounted at /etc/jumpstarter/exporters says exitOnLeaseEnd: true, fails them on
+// request ([Simulator.FailPod], [WithPodFailure]), evicts them ([Simulator.EvictPod]: Failed,
+// reason Evicted, DisruptionTarget=True TerminationByKubelet, containers killed with 137),
+// and finishes graceful deletions: the apiserver deletes unbound Pods at once but leaves a
+// bound one Terminating until its kubelet reports it stopped (here: phase Failed, exit code
+// 143) and deletes it with grace period 0 (after [WithPodTerminationDelay]).
+//
+// Node loss ([Simulator.LoseNode], [Simulator.RestoreNode]): the node's conditions turn
+// Unknown ("Kubelet stopped posting node status.") and it gets the unreachable taints, as
+// the node lifecycle controller does; its Running Pods get Ready=False and phase Unknown
+// (reason NodeLost); the kubelet stops, so deletions stay pending; exporters there stay
+// Online until last seen longer ago than [WithOnlineTimeout] (one minute, upstream's rule),
+// then go Online=False ("Last seen more than 1 minute ago"). Real Kubernetes leaves the
+// phase Running and, after the 300s NoExecute toleration, deletes the Pods (which stay
+// Terminating until the node is back); the simulator leaves deleting to the controller.
+//
+// Registration: an exporter registers only when the config its Pod mounts is right for its
+// Exporter (endpoint equal to status.endpoint, token equal to the current credential, so a
+// rotation stops it until the config is updated, and a CA that is base64 of a PEM bundle
+// unless tls.insecure; [WithoutConfigChecks] turns that off), when
+// [Simulator.SetNotRegistering] does not hold, and [WithRegistrationDelay] after its Pod
+// runs; otherwise it stays Registered=False and Online=False, as upstream shows an exporter
+// that never connected, and [Simulator.NotRegisteringReason] tells why. A crash-looping
+// native sidecar does not stop registration: the exporter has its own container.
+//
+// Every fault and its effects are recorded in [Simulator.Events].
 //
 // Garbage collector (on unless [WithoutGarbageCollector]): envtest has no
 // kube-controller-manager, so ownerReferences never cascade there. The simulated collector
@@ -45,16 +91,26 @@
 //
 // # What is not simulated
 //
-// No gRPC: nothing connects to status.endpoint and the token is never verified; an exporter
-// is "connected" exactly when its Pod runs. The exporter config is read only for
-// exitOnLeaseEnd and the driver names (reported as status.devices). Exporters do not rewrite
+// No gRPC: nothing connects to status.endpoint; the config's endpoint, token and CA are
+// compared with what the controller issued, not used. The exporter config is otherwise read
+// only for exitOnLeaseEnd and the driver names (reported as status.devices). Exporters do not rewrite
 // their jumpstarter.dev/* labels. There are no ExporterAccessPolicies, priorities or spot
 // access, no Client objects (spec.clientRef is not checked), no lease hooks beyond an
 // optional AfterLeaseHook pause ([WithAfterLeaseDelay]), and lastSeen is refreshed only on
-// transitions unless [WithHeartbeat] is set. The kubelet ignores scheduling constraints,
-// resources, probes, images and restarts other than an exporter exiting under
-// restartPolicy Always. There is no namespace controller: deleting a namespace leaves its
-// objects (and the namespace, Terminating) in place.
+// transitions unless [WithHeartbeat] is set. The exporter config's other fields (hooks,
+// driver configs) are not checked. The scheduler knows one node, no pod affinity or
+// topology spread, no priorities or preemption (its message says no victims), no volume
+// binding, and only counts Pods in the namespaces the Simulator watches; Pods created with
+// spec.nodeName set bypass it and are not admitted against capacity. The kubelet runs no
+// probes (a started container is ready), pulls an image that is not failing at once,
+// shows ErrImagePull only at the first failed pull (a real one shows it at each retry) and
+// retries pulls at a constant interval ([WithImagePullBackOff]) instead of 10s doubling to
+// 5m; while one regular container's image fails, the other regular containers wait in
+// ContainerCreating instead of starting. Crash faults apply to long-running containers
+// only, not to init containers that run to completion. No taint manager evicts bound Pods,
+// there is no node pressure other than EvictPod, and Pod garbage collection of Pods on a
+// lost node does not happen. There is no namespace controller: deleting a namespace leaves
+// its objects (and the namespace, Terminating) in place.
 //
 // # Consistency
 //

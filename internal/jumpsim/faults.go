@@ -90,6 +90,12 @@ func (f *faultState) crashOf(image string) (crashFault, bool) {
 	return c, ok
 }
 
+func (f *faultState) anyCrash() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.crash) > 0
+}
+
 func (f *faultState) notRegisteringMessage(key types.NamespacedName) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
