@@ -61,11 +61,10 @@ func (k *kubelet) pullImages(ctx context.Context, pod *corev1.Pod) (reconcile.Re
 	all = append(append(all, pod.Spec.InitContainers...), pod.Spec.Containers...)
 	for _, c := range all {
 		regMsg, failing := k.s.faults.pullError(c.Image)
-		mem := k.memory(pod.UID, c.Name)
 		if !failing {
-			mem.pullFails = 0
 			continue
 		}
+		mem := k.memory(pod.UID, c.Name)
 		now := time.Now()
 		if mem.pullFails == 0 || !now.Before(mem.pullAt) {
 			mem.pullFails++ // a pull attempt, which fails

@@ -270,9 +270,9 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 			reason, message = reasonOffline, "Connection lost (jumpsim SetOffline)"
 		case stale:
 			reason, message = reasonSeen, msgStale(s.opts.onlineTimeout)
-			if ex.Status.LastSeen.Time.Before(v.lostSince) {
-				// It was reporting until its node was lost.
-				ex.Status.LastSeen = metav1.NewTime(v.lostSince)
+			// It was reporting until its node was lost. The API keeps whole seconds.
+			if lost := v.lostSince.Truncate(time.Second); ex.Status.LastSeen.Time.Before(lost) {
+				ex.Status.LastSeen = metav1.NewTime(lost)
 				changed = true
 			}
 		case v.exited:
