@@ -24,17 +24,23 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // rendered Pods must pass it, the runtime container included.
 const restrictedNamespace = "qemu-restricted"
 
+// ensureRestrictedNamespace creates restrictedNamespace unless it exists.
+func ensureRestrictedNamespace(t *testing.T) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: restrictedNamespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // TestGoldenInputsAndPodsAcceptedByAPIServer dry-runs every case's class and set (the inputs
 // are valid objects) and the Pod rendered from them, in a namespace enforcing the restricted
 // Pod Security Standard.
 func TestGoldenInputsAndPodsAcceptedByAPIServer(t *testing.T) {
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: restrictedNamespace, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-	}}}
-	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureRestrictedNamespace(t)
 	p := New()
 	cases := loadCases(t)
 
