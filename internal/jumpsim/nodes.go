@@ -30,15 +30,17 @@ const (
 )
 
 // DefaultNodeCapacity returns the simulated node's default capacity (allocatable is the
-// same): large enough for hundreds of Pods of the sample class (2 CPUs, 2Gi and one KVM
-// device each), with 1k KVM devices as KubeVirt's device plugin advertises per node.
+// same). The one node stands in for a whole cluster, and the scale benchmark keeps
+// thousands of Pods of the sample class (2 CPUs, 2Gi and one KVM device each) across its
+// namespaces, so it is a hundred KubeVirt nodes' worth: KubeVirt's device plugin advertises
+// 1k KVM devices per node.
 func DefaultNodeCapacity() corev1.ResourceList {
 	return corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("10000"),
-		corev1.ResourceMemory:           resource.MustParse("64Ti"),
-		corev1.ResourcePods:             resource.MustParse("10000"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("100Ti"),
-		KVMResource:                     resource.MustParse("1k"),
+		corev1.ResourceCPU:              resource.MustParse("1M"),
+		corev1.ResourceMemory:           resource.MustParse("1Pi"),
+		corev1.ResourcePods:             resource.MustParse("100k"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("10Pi"),
+		KVMResource:                     resource.MustParse("100k"),
 	}
 }
 
