@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -34,7 +35,7 @@ const unschedulableRetry = 10 * time.Second
 type accounting struct {
 	built         bool
 	bound         map[types.NamespacedName]podUsage
-	used          map[corev1.ResourceName]int64 // milli-units
+	used          map[corev1.ResourceName]int64 // see amount
 	unschedulable map[types.NamespacedName]struct{}
 }
 
@@ -223,7 +224,16 @@ func (s *Simulator) retryUnschedulable() {
 	})
 }
 
-// podRequests is the Pod's effective request in milli-units, as the scheduler computes it:
+// amount is how the scheduler counts a quantity: CPU in millicores, everything else in
+// whole units (bytes, devices, Pods), rounded up. Milli-units of a petabyte would overflow.
+func amount(r corev1.ResourceName, q resource.Quantity) int64 {
+	if r == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// podRequests is the Pod's effective request (see amount), as the scheduler computes it:
 // the regular containers' requests plus those of native sidecars, or the largest an init
 // container needs while it runs beside the sidecars started before it, whichever is larger;
 // plus the Pod overhead and one "pods" slot. A resource with a limit but no request
@@ -254,20 +264,20 @@ func podRequests(pod *corev1.Pod) map[corev1.ResourceName]int64 {
 		total[r] = max(total[r], v)
 	}
 	for r, q := range pod.Spec.Overhead {
-		total[r] += q.MilliValue()
+		total[r] += amount(r, q)
 	}
-	total[corev1.ResourcePods] += 1000
+	total[corev1.ResourcePods]++
 	return total
 }
 
 func containerRequests(c corev1.Container) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
 	for r, q := range c.Resources.Requests {
-		out[r] = q.MilliValue()
+		out[r] = amount(r, q)
 	}
 	for r, q := range c.Resources.Limits {
 		if _, ok := out[r]; !ok {
-			out[r] = q.MilliValue()
+			out[r] = amount(r, q)
 		}
 	}
 	return out

@@ -39,7 +39,7 @@ func DefaultNodeCapacity() corev1.ResourceList {
 		corev1.ResourceCPU:              resource.MustParse("1M"),
 		corev1.ResourceMemory:           resource.MustParse("1Pi"),
 		corev1.ResourcePods:             resource.MustParse("100k"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("10Pi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Pi"),
 		KVMResource:                     resource.MustParse("100k"),
 	}
 }
@@ -53,7 +53,7 @@ type simNode struct {
 	mu       sync.Mutex
 	name     string
 	capacity corev1.ResourceList
-	alloc    map[corev1.ResourceName]int64 // milli-units
+	alloc    map[corev1.ResourceName]int64 // see amount
 	taints   []corev1.Taint
 	lost     bool
 	lostAt   time.Time
@@ -74,7 +74,7 @@ func (n *simNode) setCapacity(list corev1.ResourceList) {
 	n.capacity = list.DeepCopy()
 	n.alloc = make(map[corev1.ResourceName]int64, len(list))
 	for name, q := range list {
-		n.alloc[name] = q.MilliValue()
+		n.alloc[name] = amount(name, q)
 	}
 }
 

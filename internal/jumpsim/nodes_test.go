@@ -210,7 +210,7 @@ func TestPodRequestsWithSidecars(t *testing.T) {
 	}}
 	got := podRequests(pod)
 	// max(main 2 + sidecar 1, sidecar 1 + init 4) + overhead.
-	if got[corev1.ResourceCPU] != 5100 || got[KVMResource] != 1000 || got[corev1.ResourcePods] != 1000 {
+	if got[corev1.ResourceCPU] != 5100 || got[KVMResource] != 1 || got[corev1.ResourcePods] != 1 {
 		t.Fatalf("requests %v", got)
 	}
 	pod.Spec.InitContainers[1].Resources = cpu("500m")
