@@ -7,7 +7,8 @@ import "sort"
 type retirePriority int
 
 const (
-	// failedFirst: a Pod failed or completed; the instance serves nobody and may never again.
+	// failedFirst: a Pod failed or completed, or the instance has a known Problem; it
+	// serves nobody and may never again.
 	failedFirst retirePriority = iota
 	// notReadySecond: pending, offline or unregistered; it would take time to serve anyway.
 	notReadySecond
@@ -18,7 +19,7 @@ const (
 
 func priorityOf(in *Instance) retirePriority {
 	switch {
-	case in.Failed() || in.Terminal():
+	case in.Failed() || in.Terminal() || in.Problem != nil:
 		return failedFirst
 	case !in.Ready():
 		return notReadySecond

@@ -21,6 +21,9 @@ type Instance struct {
 	// Credential is the Jumpstarter credential Secret (status.credential), nil until the
 	// reconciler has labelled it into its cache.
 	Credential *corev1.Secret
+	// Problem is the instance's known failure, diagnosed from its Pod and Exporter before
+	// the status is computed; nil when none is known.
+	Problem *Problem
 }
 
 // Name is the Exporter's name.
@@ -47,8 +50,10 @@ func (i *Instance) Leased() bool {
 	return i.Exporter.Status.LeaseRef != nil && i.Exporter.Status.LeaseRef.Name != ""
 }
 
-// Available is ready, enabled and unleased: a member of the warm pool.
-func (i *Instance) Available() bool { return i.Ready() && i.Enabled() && !i.Leased() }
+// Available is ready, enabled, unleased and not failing: a member of the warm pool.
+func (i *Instance) Available() bool {
+	return i.Ready() && i.Enabled() && !i.Leased() && i.Problem == nil
+}
 
 // Deleting reports whether the Exporter is being deleted.
 func (i *Instance) Deleting() bool { return i.Exporter.DeletionTimestamp != nil }

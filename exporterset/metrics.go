@@ -13,6 +13,8 @@ type metrics struct {
 	replicas, available, leased *prometheus.GaugeVec
 	created, retired, recycled  *prometheus.CounterVec
 	replacement                 prometheus.Histogram
+	failures                    *prometheus.CounterVec
+	backingOff                  *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// per set: exporters seen leased last time, exporters seen available, and release
@@ -36,12 +38,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time from a lease release to the pool having one more available instance.",
 			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
 		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "exporterset_instance_failures_total",
+			Help: "Instance failures seen, by reason (ImagePullFailed, TargetCrashing, Unschedulable, ...): each instance counts once per reason it shows.",
+		}, append(labels, "reason")),
+		backingOff:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_backing_off", Help: "1 while the set holds back new instances after consecutive failures, else 0."}, labels),
 		leasedLast:    map[string]map[string]bool{},
 		availableLast: map[string]map[string]bool{},
 		releases:      map[string][]time.Time{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement)
+		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement, m.failures, m.backingOff)
 	}
 	return m
 }
@@ -80,6 +87,21 @@ func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance
 	m.leasedLast[key], m.availableLast[key] = leased, available
 }
 
+// observeFailures counts the problems new this pass and whether the set backs off.
+func (m *metrics) observeFailures(ns, name string, b backoffState, now time.Time) {
+	if m == nil {
+		return
+	}
+	for _, pr := range b.New {
+		m.failures.WithLabelValues(ns, name, pr.Reason).Inc()
+	}
+	v := 0.0
+	if b.active(now) {
+		v = 1
+	}
+	m.backingOff.WithLabelValues(ns, name).Set(v)
+}
+
 // countCreated, countRetired and countRecycled add n to the counters (nil-safe).
 func (m *metrics) countCreated(ns, name string, n int) {
 	if m != nil && n > 0 {
@@ -103,9 +125,10 @@ func (m *metrics) forget(ns, name string) {
 	if m == nil {
 		return
 	}
-	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased} {
+	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.backingOff} {
 		g.DeleteLabelValues(ns, name)
 	}
+	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := ns + "/" + name

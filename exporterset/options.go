@@ -65,3 +65,23 @@ func WithRetryInterval(d time.Duration) Option {
 
 // WithControllerName names the controller (default "exporterset"), for several in one manager.
 func WithControllerName(name string) Option { return func(r *Reconciler) { r.name = name } }
+
+// WithFailureBackoff sets the failure backoff: after n consecutive instance failures, new
+// instances and Pods wait base * 2^(n-1), at most limit (defaults 2s and 5m).
+func WithFailureBackoff(base, limit time.Duration) Option {
+	return func(r *Reconciler) {
+		if base > 0 && limit >= base {
+			r.backoffBase, r.backoffCap = base, limit
+		}
+	}
+}
+
+// WithRegistrationGrace sets how long an instance's Pod may run before an exporter that has
+// not registered is reported NotRegistering (default 1m).
+func WithRegistrationGrace(d time.Duration) Option {
+	return func(r *Reconciler) {
+		if d > 0 {
+			r.registrationGrace = d
+		}
+	}
+}

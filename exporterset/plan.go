@@ -28,6 +28,9 @@ type PlanInput struct {
 	Now time.Time
 	// SurplusSince is the cooldown clock from status; nil when there was no surplus.
 	SurplusSince *time.Time
+	// BackoffUntil is when the set may start instances and Pods again after consecutive
+	// failures; zero (or past) when it is not backing off.
+	BackoffUntil time.Time
 }
 
 // Plan is what one reconcile should do to move the pool towards its spec.
@@ -51,8 +54,16 @@ type Plan struct {
 	Limited bool
 	// SurplusSince is the new cooldown clock: nil without surplus.
 	SurplusSince *time.Time
-	// RequeueAfter is when the plan changes by itself (the cooldown ends); 0 for never.
+	// RequeueAfter is when the plan changes by itself (the cooldown or a backoff ends); 0
+	// for never.
 	RequeueAfter time.Duration
+	// Replace are the instances among Retire that are retired because they fail (their
+	// Problem says so), not because the pool is too large or outdated.
+	Replace []*Instance
+	// Held is how many creates the failure backoff holds back (Create is 0 then).
+	Held int32
+	// BackingOff is true while the failure backoff holds creates and Pod starts.
+	BackingOff bool
 }
 
 // PlanScale decides what to create, retire, remove and (re)start. It is pure.
@@ -63,6 +74,8 @@ type Plan struct {
 // capped by maxReplicas, which counts every instance not being removed or recycled. A
 // surplus of warm instances is retired only after the cooldown of continuous surplus; an
 // excess over the ceiling is retired at once. A leased instance is never retired or removed.
+// An unleased instance whose Problem asks for replacement is retired and replaced. While
+// BackoffUntil is ahead, nothing new is created or started.
 func PlanScale(in PlanInput) Plan {
 	var p Plan
 	var busy, occupied int32
@@ -93,6 +106,12 @@ func PlanScale(in PlanInput) Plan {
 			continue
 		case i.SpecHash() != in.SpecHash && !leased:
 			p.Retire = append(p.Retire, i) // rolled to the new spec once idle
+			continue
+		case !leased && i.Problem != nil && i.Problem.Replace && !i.Terminal() && !i.Failed():
+			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
+			// Pod is recycled or restarted below, as after a lease.)
+			p.Retire = append(p.Retire, i)
+			p.Replace = append(p.Replace, i)
 			continue
 		}
 		occupied++
@@ -155,6 +174,13 @@ func PlanScale(in PlanInput) Plan {
 
 	p.StartPods = podsToStart(in, warm, leasedLive)
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
+	if in.Now.Before(in.BackoffUntil) {
+		p.BackingOff, p.Held = true, p.Create
+		p.Create, p.StartPods, p.RestartPods = 0, nil, nil
+		if wait := in.BackoffUntil.Sub(in.Now); p.RequeueAfter == 0 || wait < p.RequeueAfter {
+			p.RequeueAfter = wait
+		}
+	}
 	return p
 }
 

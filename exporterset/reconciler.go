@@ -36,6 +36,10 @@ type Reconciler struct {
 	metrics           *metrics
 	expectations      *expectations
 	startedPods       *startedPods
+	failureMemory     *failureMemory
+	backoffBase       time.Duration
+	backoffCap        time.Duration
+	registrationGrace time.Duration
 	useExpectations   bool
 	claimUnknown      bool
 	maxConcurrent     int
@@ -89,6 +93,10 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		clock:             clock.RealClock{},
 		expectations:      newExpectations(),
 		startedPods:       newStartedPods(),
+		failureMemory:     newFailureMemory(),
+		backoffBase:       DefaultFailureBackoffBase,
+		backoffCap:        DefaultFailureBackoffCap,
+		registrationGrace: DefaultRegistrationGrace,
 		useExpectations:   true,
 		maxConcurrent:     4,
 		createParallelism: 64,
@@ -115,6 +123,9 @@ type pass struct {
 	obs      *Observation
 	counts   Counts
 	plan     *Plan
+	// failures and backoff are the pool's diagnosed failures and the set's failure backoff.
+	failures failureSummary
+	backoff  backoffState
 	seq      int64
 
 	ca []byte
@@ -154,6 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.forget(req.Namespace, req.Name)
 			r.validated.Delete(req.String())
 			r.own.forget(req.String())
+			r.failureMemory.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -227,8 +239,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err err
 	if err != nil {
 		return true, err // a partial view must not become status
 	}
+	r.diagnose(p)
 	p.counts = ComputeStatus(p.obs.Instances)
 	r.metrics.observeStatus(set.Namespace, set.Name, p.counts, p.obs.Instances, p.now)
+	r.metrics.observeFailures(set.Namespace, set.Name, p.backoff, p.now)
 
 	if p.blocked == nil && !sel.Matches(labels.Set(instanceLabels(set, ""))) {
 		p.block(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", sel.String(), set.Spec.Template.Metadata.Labels)
@@ -341,6 +355,9 @@ func (r *Reconciler) plan(p *pass, expected int32) *Plan {
 		since := t.Time
 		in.SurplusSince = &since
 	}
+	if p.backoff.Failures > 0 {
+		in.BackoffUntil = p.backoff.Until
+	}
 	plan := PlanScale(in)
 	return &plan
 }
@@ -365,9 +382,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 	}
 	st.Conditions = append([]metav1.Condition(nil), orig.Status.Conditions...)
 	for _, c := range r.conditions(p) {
-		if reason, action := problemEvent(p, c); reason != "" {
-			// One event per new problem, not one per reconcile.
-			if old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); old == nil || old.Reason != c.Reason || old.Message != c.Message {
+		if reason, action, byReason := problemEvent(p, c); reason != "" {
+			// One event per new problem, not one per reconcile. A failure's message moves
+			// with its counts and backoff clock: only a new reason is a new problem.
+			old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type)
+			if old == nil || old.Reason != c.Reason || !byReason && old.Message != c.Message {
 				r.recorder.Eventf(p.set, nil, "Warning", reason, action, "%s", c.Message)
 			}
 		}
@@ -394,21 +413,24 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
 func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
 
 // problemEvent is the event (reason and action) a Degraded condition gets when it is new:
-// the set is blocked, or it waits for something a person must provide. Other problems
-// (failed creates, failing pods) record their own events or none.
-func problemEvent(p *pass, c metav1.Condition) (reason, action string) {
+// the set is blocked, it waits for something a person must provide, or its instances fail
+// (the event's reason is then the condition's, e.g. ImagePullFailed; byReason says only a
+// change of reason is new). Other problems (failed creates) record their own events.
+func problemEvent(p *pass, c metav1.Condition) (reason, action string, byReason bool) {
 	if c.Type != vtv1alpha1.ConditionDegraded {
-		return "", ""
+		return "", "", false
 	}
 	switch {
 	case p.blocked != nil && c.Reason == vtv1alpha1.ReasonProvisionerError:
-		return EventProvisionerError, "Reconcile"
+		return EventProvisionerError, "Reconcile", false
 	case p.blocked != nil:
-		return EventInvalidSpec, "Reconcile"
+		return EventInvalidSpec, "Reconcile", false
 	case c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing:
-		return EventWaiting, "Configure"
+		return EventWaiting, "Configure", false
+	case isFailureReason(c.Reason):
+		return c.Reason, "Observe", true
 	}
-	return "", ""
+	return "", "", false
 }
 
 // discardRecorder is the default events.EventRecorder: events go nowhere.

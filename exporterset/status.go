@@ -14,7 +14,9 @@ type Counts = vtv1alpha1.ExporterSetStatus
 // are left for the caller. Definitions:
 //
 //   - replicas: owned Exporters; readyReplicas: Online and Registered;
-//   - availableReplicas: ready, enabled and unleased (the warm pool);
+//   - availableReplicas: ready, enabled, unleased and not failing (the warm pool): an
+//     exporter that registered while its target crash-loops serves nobody;
+//   - failingReplicas: instances with a diagnosed Problem (Instance.Problem);
 //   - leasedReplicas: status.leaseRef set; unavailableReplicas: enabled and not ready;
 //   - exportersActive: leased and online; exportersIdle: online, enabled, unleased;
 //   - exportersDisabled: spec.enabled=false; exportersOffline: enabled, not online;
@@ -28,8 +30,11 @@ func ComputeStatus(instances []*Instance) Counts {
 		if ready {
 			s.ReadyReplicas++
 		}
-		if ready && enabled && !leased {
+		if ready && enabled && !leased && in.Problem == nil {
 			s.AvailableReplicas++
+		}
+		if in.Problem != nil {
+			s.FailingReplicas++
 		}
 		if leased {
 			s.LeasedReplicas++

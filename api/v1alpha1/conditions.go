@@ -2,13 +2,35 @@ package v1alpha1
 
 // Condition types of an ExporterSet.
 const (
-	// ConditionAvailable is True while the warm buffer (minAvailableReplicas) is met.
+	// ConditionAvailable is True when the pool can serve leases as its spec asks. All of
+	// these must hold:
+	//   1. the set is not blocked: its class exists, its provisioner is served, its
+	//      parameters, drivers and selector are valid (Degraded says which is not);
+	//   2. availableReplicas >= minAvailableReplicas (the warm buffer);
+	//   3. instances that are ready and not failing, leased or not, number at least
+	//      minReplicas (the floor is served by ready instances, not by Pods still starting);
+	//   4. when no instance is available, none is failing and the set is not backing off
+	//      after failures: a pool with nothing to hand out whose new instances fail cannot
+	//      serve the next lease, whatever minAvailableReplicas says.
+	// Otherwise it is False and its reason is the most specific cause known: the blocker
+	// (ClassNotFound, InvalidParameters, ...), then an instance failure (ImagePullFailed,
+	// TargetCrashing, Unschedulable, ContainerCreateFailed, NotRegistering, Evicted,
+	// NodeLost, StartupDeadlineExceeded, BackingOff), then a missing input
+	// (CABundleMissing, CredentialsMissing), then FloorNotMet, then WarmBufferNotMet.
+	// Under bindingMode WaitForFirstConsumer instances get a Pod only when a lease waits, so
+	// none is available while idle: there the condition is True (reason
+	// WaitingForFirstConsumer) when rules 1 and 4 hold and the set has at least
+	// minAvailableReplicas instances waiting for a consumer.
 	ConditionAvailable = "Available"
 	// ConditionProgressing is True while instances are being created, started, rolled or
 	// retired towards the desired pool.
 	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the set cannot make progress without a person: a missing
-	// class, an unknown provisioner, invalid parameters, failing Pods.
+	// ConditionDegraded is True when something is wrong that the pool cannot fix by waiting:
+	// a missing class, an unknown provisioner, invalid parameters, a missing CA bundle or
+	// credential, or failing instances. For failures the message quotes the kubelet's or
+	// scheduler's message and names an instance, its container and image, counts the
+	// instances with the same problem, and says when the next attempt is while the set backs
+	// off.
 	ConditionDegraded = "Degraded"
 	// ConditionScalingLimited is True when the set wants more instances than maxReplicas allows.
 	ConditionScalingLimited = "ScalingLimited"
@@ -60,4 +82,37 @@ const (
 	ReasonScaleDownCoolingDown = "ScaleDownCoolingDown"
 	// ReasonInstancesNotReady: some enabled instances are not ready.
 	ReasonInstancesNotReady = "InstancesNotReady"
+	// ReasonFloorNotMet: fewer ready instances than minReplicas serve the pool.
+	ReasonFloorNotMet = "FloorNotMet"
+	// ReasonBackingOff: instances failed one after another; new ones are created only after
+	// an exponentially growing delay (the message says when the next attempt is).
+	ReasonBackingOff = "BackingOff"
+)
+
+// Reasons of instance failures, reported by the Degraded condition (and Available, when they
+// are why the pool cannot serve) with the kubelet's or scheduler's own message quoted.
+const (
+	// ReasonImagePullFailed: a container image cannot be pulled (ErrImagePull,
+	// ImagePullBackOff, InvalidImageName, ErrImageNeverPull).
+	ReasonImagePullFailed = "ImagePullFailed"
+	// ReasonTargetCrashing: a container of the instance Pod exits with an error (the
+	// runtime sidecar in CrashLoopBackOff, or the exporter terminated with Error or
+	// OOMKilled).
+	ReasonTargetCrashing = "TargetCrashing"
+	// ReasonUnschedulable: the scheduler finds no node for the instance Pod.
+	ReasonUnschedulable = "Unschedulable"
+	// ReasonContainerCreateFailed: the kubelet cannot create a container
+	// (CreateContainerConfigError, CreateContainerError, RunContainerError).
+	ReasonContainerCreateFailed = "ContainerCreateFailed"
+	// ReasonNotRegistering: the Pod runs but its exporter has not registered with the
+	// Jumpstarter controller (a bad endpoint, CA or token, or a network problem).
+	ReasonNotRegistering = "NotRegistering"
+	// ReasonEvicted: the kubelet evicted the instance Pod (node pressure).
+	ReasonEvicted = "Evicted"
+	// ReasonNodeLost: the instance Pod's node stopped reporting (phase Unknown, or the
+	// node's Ready condition is gone).
+	ReasonNodeLost = "NodeLost"
+	// ReasonStartupDeadlineExceeded: an instance was not ready within the class's
+	// startupDeadline; it is replaced.
+	ReasonStartupDeadlineExceeded = "StartupDeadlineExceeded"
 )

@@ -159,6 +159,14 @@ type ExporterSetStatus struct {
 	// PodsUnknown is the number of owned pods in Unknown or Succeeded phase.
 	PodsUnknown int32 `json:"podsUnknown"`
 
+	// FailingReplicas is the number of instances with a known failure: an image that cannot
+	// be pulled, a crashing container, a Pod the scheduler cannot place, an exporter that
+	// does not register, an eviction, a lost node, or a startup deadline passed. The
+	// Degraded condition says which, quoting the kubelet or scheduler. A failing instance is
+	// never available, even when its exporter is registered.
+	// +optional
+	FailingReplicas int32 `json:"failingReplicas"`
+
 	// Selector is the serialized label selector for HPA compatibility.
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -200,6 +208,9 @@ type ExporterSetStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Leased",type=integer,JSONPath=`.status.leasedReplicas`
+// +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=`.status.failingReplicas`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
+// +kubebuilder:printcolumn:name="Problem",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.virtualTargetClassName`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ExporterSet struct {

@@ -84,6 +84,15 @@ type VirtualTargetClassSpec struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// StartupDeadline is how long an instance may take from creation (or, under InPlaceReuse,
+	// from its Pod's restart) to ready: online and registered with Jumpstarter. An unleased
+	// instance that is not ready by then counts as failed and is replaced, subject to the
+	// set's failure backoff. The default of 10m leaves room for QEMU guests booting real
+	// images and for image pulls; a pull or scheduling failure is reported at once either way.
+	// +kubebuilder:default="10m"
+	// +optional
+	StartupDeadline *metav1.Duration `json:"startupDeadline,omitempty"`
 }
 
 // Scheduling constrains the placement and resources of instance Pods.

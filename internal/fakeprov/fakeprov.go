@@ -20,7 +20,10 @@ import (
 const Name = "fake.jumpstarter.dev"
 
 // Fake is a recording provisioner. Parameters it understands: {"invalid": "<message>"} makes
-// Validate fail with a field error at parameters.invalid; anything else is accepted.
+// Validate fail with a field error at parameters.invalid; {"sidecar": true} renders the
+// runtime as a native sidecar (an init container with restartPolicy Always), as the QEMU
+// provisioner does, so a crashing runtime crash-loops instead of failing the Pod; anything
+// else is accepted.
 type Fake struct {
 	mu    sync.Mutex
 	calls map[string]int
@@ -102,7 +105,7 @@ func (f *Fake) RenderPod(_ context.Context, req *provisioner.Request) (*corev1.P
 		return nil, err
 	}
 	sec := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
-	return &corev1.Pod{Spec: corev1.PodSpec{
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []corev1.Container{
 			{
@@ -114,7 +117,20 @@ func (f *Fake) RenderPod(_ context.Context, req *provisioner.Request) (*corev1.P
 			{Name: "runtime", Image: req.Images.Runtime.Image, ImagePullPolicy: req.Images.Runtime.PullPolicy, SecurityContext: sec},
 		},
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-	}}, nil
+	}}
+	var params struct {
+		Sidecar bool `json:"sidecar"`
+	}
+	if len(req.Parameters) > 0 {
+		_ = json.Unmarshal(req.Parameters, &params) // Validate has accepted them
+	}
+	if params.Sidecar {
+		runtime := pod.Spec.Containers[1]
+		runtime.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		pod.Spec.InitContainers = []corev1.Container{runtime}
+		pod.Spec.Containers = pod.Spec.Containers[:1]
+	}
+	return pod, nil
 }
 
 // EnrichDrivers adds a "fake" driver to the template's, unless one is there.

@@ -1,0 +1,148 @@
+package exporterset
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// Failure backoff defaults: the first replacement after a failure waits 2s, each further
+// consecutive failure doubles it, up to 5 minutes. A permanently broken class then creates a
+// handful of instances in its first minute and one batch per 5 minutes after that.
+const (
+	DefaultFailureBackoffBase = 2 * time.Second
+	DefaultFailureBackoffCap  = 5 * time.Minute
+)
+
+// backoffState is what a pass needs to know of a set's failure backoff.
+type backoffState struct {
+	// Failures counts consecutive failures; 0 when none (no backoff).
+	Failures int
+	// Until is when new instances and Pods may be started again; zero when not backing off.
+	Until time.Time
+	// Last is the most recent counted failure and its instance, for the message.
+	Last     *Problem
+	LastName string
+	// New are the problems first seen this pass (for the failures metric).
+	New []*Problem
+}
+
+// active reports whether the set must wait at now.
+func (b backoffState) active(now time.Time) bool { return b.Failures > 0 && now.Before(b.Until) }
+
+// message says why the set waits and until when.
+func (b backoffState) message(now time.Time) string {
+	msg := fmt.Sprintf("%d consecutive instance failures; next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
+	if b.Last != nil {
+		msg += fmt.Sprintf("; last: instance %s: %s: %s", b.LastName, b.Last.Reason, b.Last.Message)
+	}
+	return msg
+}
+
+// suffix is the backoff note added to a failure message, "" when not backing off.
+func (b backoffState) suffix(now time.Time) string {
+	if !b.active(now) {
+		return ""
+	}
+	return fmt.Sprintf("; backing off after %d consecutive failures: next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
+}
+
+// failureMemory is the reconciler's per-set memory of instance failures: which instances
+// were ever ready (a failure counts only before that, or as a crash loop), which failures
+// were counted, and the consecutive count. It lives in memory: a restarted controller
+// starts without backoff and counts again, which costs at most one more batch.
+type failureMemory struct {
+	mu   sync.Mutex
+	sets map[string]*setFailures
+}
+
+type setFailures struct {
+	version     string // the set's and class's versions: a change resets the count
+	everReady   map[types.UID]bool
+	counted     map[types.UID]bool
+	seen        map[types.UID]string // reason last seen per instance, for the metric
+	consecutive int
+	lastAt      time.Time
+	last        *Problem
+	lastName    string
+}
+
+func newFailureMemory() *failureMemory { return &failureMemory{sets: map[string]*setFailures{}} }
+
+// observe updates a set's memory from its instances (their Problems already diagnosed) and
+// returns the backoff state. version identifies the set's and class's specs: a person who
+// fixes an image must not wait out the cap. An instance newly ready also resets the count.
+func (m *failureMemory) observe(key, version string, now time.Time, instances []*Instance, base, limit time.Duration) backoffState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sets[key]
+	if s == nil {
+		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, seen: map[types.UID]string{}}
+		m.sets[key] = s
+	}
+	if s.version != version {
+		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
+	}
+	var out backoffState
+	present := make(map[types.UID]bool, len(instances))
+	for _, in := range instances {
+		uid := in.Exporter.UID
+		present[uid] = true
+		if in.Ready() && in.Problem == nil && !s.everReady[uid] {
+			s.everReady[uid] = true
+			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
+		}
+		pr := in.Problem
+		if pr == nil {
+			delete(s.seen, uid)
+			continue
+		}
+		if s.seen[uid] != pr.Reason {
+			s.seen[uid] = pr.Reason
+			out.New = append(out.New, pr)
+		}
+		failed := pr.Reason == vtv1alpha1.ReasonTargetCrashing || pr.Replace && !s.everReady[uid]
+		if failed && !s.counted[uid] {
+			s.counted[uid] = true
+			s.consecutive++
+			s.lastAt, s.last, s.lastName = now, pr, in.Name()
+		}
+	}
+	for _, mp := range []map[types.UID]bool{s.everReady, s.counted} {
+		for uid := range mp {
+			if !present[uid] {
+				delete(mp, uid) // the instance is gone: nothing of it is kept
+			}
+		}
+	}
+	for uid := range s.seen {
+		if !present[uid] {
+			delete(s.seen, uid)
+		}
+	}
+	out.Failures, out.Last, out.LastName = s.consecutive, s.last, s.lastName
+	if s.consecutive > 0 {
+		out.Until = s.lastAt.Add(backoffDelay(s.consecutive, base, limit))
+	}
+	return out
+}
+
+// forget drops a deleted set's memory.
+func (m *failureMemory) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sets, key)
+}
+
+// backoffDelay is base * 2^(n-1), capped at limit.
+func backoffDelay(n int, base, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}

@@ -1,0 +1,132 @@
+package exporterset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// conditionPass builds a pass as reconcile leaves it before writing status: instances
+// diagnosed (their Problems given), counts and the failure summary computed, a plan made.
+func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*Instance) *pass {
+	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3}}
+	set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = minR, minAvail
+	p := &pass{set: set, now: epoch.Add(time.Hour), obs: &Observation{Instances: instances},
+		class: &vtv1alpha1.VirtualTargetClass{Spec: vtv1alpha1.VirtualTargetClassSpec{BindingMode: binding}}}
+	p.counts = ComputeStatus(instances)
+	p.failures = summarizeFailures(instances)
+	p.plan = &Plan{}
+	return p
+}
+
+func problem(reason string) trait {
+	return func(in *Instance) { in.Problem = &Problem{Reason: reason, Message: "kubelet says " + reason} }
+}
+
+// TestAvailableTruthTable: Available is True only when the set is not blocked, the warm
+// buffer is met, the floor is served by ready instances and, with nothing available, no
+// instance fails and the set does not back off. Each False has the most specific reason.
+func TestAvailableTruthTable(t *testing.T) {
+	imm, wffc := vtv1alpha1.BindingImmediate, vtv1alpha1.BindingWaitForFirstConsumer
+	cases := []struct {
+		name       string
+		p          *pass
+		edit       func(*pass)
+		want       bool
+		wantReason string
+	}{
+		{name: "empty pool asked for nothing", p: conditionPass(0, 0, imm), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "buffer met", p: conditionPass(0, 1, imm, instance("a", ready)), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "buffer not met", p: conditionPass(0, 2, imm, instance("a", ready), instance("b")), wantReason: vtv1alpha1.ReasonWarmBufferNotMet},
+		{name: "class missing, buffer 0", p: conditionPass(0, 0, imm), edit: func(p *pass) {
+			p.class = nil
+			p.block(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found", "gone")
+		}, wantReason: vtv1alpha1.ReasonClassNotFound},
+		{name: "blocked even with instances available", p: conditionPass(0, 1, imm, instance("a", ready)), edit: func(p *pass) {
+			p.block(vtv1alpha1.ReasonInvalidParameters, "spec.parameters.arch: bad")
+		}, wantReason: vtv1alpha1.ReasonInvalidParameters},
+		{name: "buffer 0, image cannot be pulled", p: conditionPass(0, 0, imm, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
+			wantReason: vtv1alpha1.ReasonImagePullFailed},
+		{name: "buffer 0, every target crash-loops (registered)", p: conditionPass(0, 0, imm,
+			instance("a", ready, problem(vtv1alpha1.ReasonTargetCrashing)), instance("b", ready, problem(vtv1alpha1.ReasonTargetCrashing))),
+			wantReason: vtv1alpha1.ReasonTargetCrashing},
+		{name: "buffer 1 met by a crash-looping instance is not met", p: conditionPass(0, 1, imm, instance("a", ready, problem(vtv1alpha1.ReasonTargetCrashing))),
+			wantReason: vtv1alpha1.ReasonTargetCrashing},
+		{name: "buffer met while another instance fails: can serve, Degraded says the rest", p: conditionPass(0, 1, imm,
+			instance("a", ready), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonUnschedulable))), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "floor not served by ready instances", p: conditionPass(2, 0, imm, instance("a", ready), instance("b", pod("Pending"))),
+			wantReason: vtv1alpha1.ReasonFloorNotMet},
+		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, instance("a", ready, leased("l1")), instance("b", ready, leased("l2"))),
+			want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *pass) {
+			p.backoff = backoffState{Failures: 3, Until: p.now.Add(time.Minute)}
+		}, wantReason: vtv1alpha1.ReasonBackingOff},
+		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *pass) {
+			p.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
+		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *pass) {
+			p.credMissing = []string{"credential Secret x-token of x not found"}
+		}, wantReason: vtv1alpha1.ReasonCredentialsMissing},
+		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
+		{name: "WaitForFirstConsumer: failing instances", p: conditionPass(0, 1, wffc, instance("a"), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
+			wantReason: vtv1alpha1.ReasonImagePullFailed},
+		{name: "WaitForFirstConsumer: blocked", p: conditionPass(0, 0, wffc), edit: func(p *pass) {
+			p.block(vtv1alpha1.ReasonProvisionerUnknown, "not served")
+		}, wantReason: vtv1alpha1.ReasonProvisionerUnknown},
+	}
+	r := &Reconciler{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.edit != nil {
+				tc.edit(tc.p)
+			}
+			c := apimeta.FindStatusCondition(r.conditions(tc.p), vtv1alpha1.ConditionAvailable)
+			if c == nil {
+				t.Fatal("no Available condition")
+			}
+			if got := c.Status == metav1.ConditionTrue; got != tc.want || c.Reason != tc.wantReason {
+				t.Errorf("Available=%s (%s: %s), want %v (%s)", c.Status, c.Reason, c.Message, tc.want, tc.wantReason)
+			}
+			if c.Status == metav1.ConditionTrue && (tc.p.counts.AvailableReplicas < tc.p.set.Spec.MinAvailableReplicas || tc.p.failures.Serving < int(tc.p.set.Spec.MinReplicas)) {
+				t.Errorf("Available=True with %d available (buffer %d) and %d serving (floor %d)", tc.p.counts.AvailableReplicas, tc.p.set.Spec.MinAvailableReplicas, tc.p.failures.Serving, tc.p.set.Spec.MinReplicas)
+			}
+		})
+	}
+}
+
+// TestDegradedFailures: a failure is Degraded with its own reason, the quoted message, the
+// count, and the backoff's next attempt; failures rank below a blocker.
+func TestDegradedFailures(t *testing.T) {
+	r := &Reconciler{}
+	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
+	p.backoff = backoffState{Failures: 2, Until: p.now.Add(4 * time.Second)}
+	c := apimeta.FindStatusCondition(r.conditions(p), vtv1alpha1.ConditionDegraded)
+	if c.Status != metav1.ConditionTrue || c.Reason != vtv1alpha1.ReasonImagePullFailed {
+		t.Fatalf("Degraded=%s %s, want True ImagePullFailed", c.Status, c.Reason)
+	}
+	for _, want := range []string{"1 of 2 instances cannot pull an image", "instance a", "kubelet says ImagePullFailed", "next attempt at 2026-01-01T01:00:04Z"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q lacks %q", c.Message, want)
+		}
+	}
+	p.block(vtv1alpha1.ReasonClassNotFound, "class gone")
+	if c := apimeta.FindStatusCondition(r.conditions(p), vtv1alpha1.ConditionDegraded); c.Reason != vtv1alpha1.ReasonClassNotFound {
+		t.Errorf("a blocker ranks above failures; got %s", c.Reason)
+	}
+	// No failing instance left (replaced), but still backing off: said as such.
+	p = conditionPass(0, 1, vtv1alpha1.BindingImmediate)
+	p.backoff = backoffState{Failures: 4, Until: p.now.Add(time.Minute), Last: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
+	p.plan.BackingOff = true
+	conds := r.conditions(p)
+	for _, typ := range []string{vtv1alpha1.ConditionDegraded, vtv1alpha1.ConditionProgressing} {
+		c := apimeta.FindStatusCondition(conds, typ)
+		if c.Reason != vtv1alpha1.ReasonBackingOff || !strings.Contains(c.Message, "instance x: TargetCrashing: exit code 1") {
+			t.Errorf("%s: %s %q", typ, c.Reason, c.Message)
+		}
+	}
+}

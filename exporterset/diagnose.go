@@ -1,0 +1,235 @@
+package exporterset
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// Problem is a known failure of one instance, read from its Pod's status (written by the
+// kubelet and the scheduler) and its Exporter's (written by Jumpstarter).
+type Problem struct {
+	// Reason is one of the instance failure reasons (vtv1alpha1.ReasonImagePullFailed, ...).
+	Reason string
+	// Container and Image name what failed, when a container did.
+	Container, Image string
+	// Message quotes the kubelet's or scheduler's own message where there is one.
+	Message string
+	// Replace is true when waiting will not help: an unleased instance is replaced (a leased
+	// one only when its lease ends).
+	Replace bool
+}
+
+// DefaultStartupDeadline is a class's startupDeadline when it sets none.
+const DefaultStartupDeadline = 10 * time.Minute
+
+// DefaultRegistrationGrace is how long an exporter may run before "not registered" is a
+// problem: upstream marks an exporter Online when it has been seen within the last minute.
+const DefaultRegistrationGrace = time.Minute
+
+// diagnosis are the rules' parameters.
+type diagnosis struct {
+	now               time.Time
+	startupDeadline   time.Duration
+	registrationGrace time.Duration
+}
+
+// image pull and container creation reasons of the kubelet (kubelet/images, kuberuntime).
+var (
+	pullFailures   = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true, "ErrImageInspect": true}
+	createFailures = map[string]bool{"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "PreCreateHookError": true, "PostStartHookError": true}
+)
+
+// diagnose returns the instance's problem, or nil. It is pure. Instances on their way out
+// (being deleted or retired) have none: they no longer count.
+func (d diagnosis) diagnose(in *Instance) *Problem {
+	if in.Deleting() || in.Retiring() {
+		return nil
+	}
+	pod := currentPod(in)
+	if pod == nil {
+		return nil // not started: waiting for credentials or a consumer, reported elsewhere
+	}
+	pr := podProblem(pod)
+	if pr == nil && pod.Status.Phase == corev1.PodRunning && !in.Ready() {
+		if since := runningSince(pod); !since.IsZero() && d.now.Sub(since) >= d.registrationGrace {
+			pr = &Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: notRegisteringMessage(in.Exporter, d.now.Sub(since))}
+		}
+	}
+	if !in.Ready() && d.startupDeadline > 0 && d.now.Sub(pod.CreationTimestamp.Time) >= d.startupDeadline {
+		if pr == nil {
+			pr = &Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: fmt.Sprintf("Pod %s is %s and its exporter is not ready", pod.Name, podPhase(pod))}
+		}
+		pr.Replace = true
+		pr.Message += fmt.Sprintf(" (not ready %s after its Pod was created; startupDeadline %s)", d.now.Sub(pod.CreationTimestamp.Time).Round(time.Second), d.startupDeadline)
+	}
+	return pr
+}
+
+// currentPod is the Pod the instance runs on: the newest one not being deleted.
+func currentPod(in *Instance) *corev1.Pod {
+	var cur *corev1.Pod
+	for _, p := range in.Pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if cur == nil || cur.CreationTimestamp.Before(&p.CreationTimestamp) {
+			cur = p
+		}
+	}
+	return cur
+}
+
+// podProblem reads a failure from Pod status alone, most decisive first: a terminal or lost
+// Pod, then scheduling, then the containers.
+func podProblem(pod *corev1.Pod) *Problem {
+	switch pod.Status.Phase {
+	case corev1.PodFailed:
+		if pod.Status.Reason == "Evicted" {
+			return &Problem{Reason: vtv1alpha1.ReasonEvicted, Message: orDefault(pod.Status.Message, "the kubelet evicted the Pod"), Replace: true}
+		}
+		if pr := terminatedProblem(pod); pr != nil {
+			return pr
+		}
+		return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: orDefault(pod.Status.Message, "the Pod failed"), Replace: true}
+	case corev1.PodSucceeded:
+		return nil // the exporter exited after its lease: recycling, not a failure
+	case corev1.PodUnknown:
+		return &Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: orDefault(pod.Status.Message, fmt.Sprintf("node %q stopped reporting the Pod's state", pod.Spec.NodeName)), Replace: true}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: c.Message}
+		}
+	}
+	for _, cs := range containerStatuses(pod) {
+		w := cs.State.Waiting
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+			// Under restartPolicy Never a failed container stays so while the others run:
+			// the Pod is Running, its target dead.
+			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(cs.State.Terminated), Replace: true}
+		case w == nil:
+		case pullFailures[w.Reason]:
+			return &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
+		case w.Reason == "CrashLoopBackOff":
+			msg := fmt.Sprintf("CrashLoopBackOff after %d restarts", cs.RestartCount)
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				msg += "; last exit: " + terminationText(t)
+			}
+			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: msg + ": " + w.Message, Replace: true}
+		case createFailures[w.Reason]:
+			return &Problem{Reason: vtv1alpha1.ReasonContainerCreateFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
+		}
+	}
+	return nil
+}
+
+// terminatedProblem names the container whose non-zero exit failed the Pod.
+func terminatedProblem(pod *corev1.Pod) *Problem {
+	for _, cs := range containerStatuses(pod) {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(t), Replace: true}
+		}
+	}
+	return nil
+}
+
+func terminationText(t *corev1.ContainerStateTerminated) string {
+	s := fmt.Sprintf("exit code %d", t.ExitCode)
+	if t.Reason != "" {
+		s += " (" + t.Reason + ")"
+	}
+	if t.Message != "" {
+		s += ": " + t.Message
+	}
+	return s
+}
+
+// containerStatuses lists init containers (the runtime sidecar among them) before the
+// main ones: a failing init container is why the main ones never start.
+func containerStatuses(pod *corev1.Pod) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(pod.Status.InitContainerStatuses)+len(pod.Status.ContainerStatuses))
+	out = append(out, pod.Status.InitContainerStatuses...)
+	return append(out, pod.Status.ContainerStatuses...)
+}
+
+// imageOf is the image as the Pod spec names it (the status may hold a resolved digest).
+func imageOf(pod *corev1.Pod, cs corev1.ContainerStatus) string {
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if c.Name == cs.Name {
+				return c.Image
+			}
+		}
+	}
+	return cs.Image
+}
+
+// runningSince is when the Pod's main containers all ran: the latest start among them.
+func runningSince(pod *corev1.Pod) time.Time {
+	var at time.Time
+	for _, cs := range pod.Status.ContainerStatuses {
+		r := cs.State.Running
+		if r == nil {
+			return time.Time{} // not all running yet
+		}
+		if r.StartedAt.After(at) {
+			at = r.StartedAt.Time
+		}
+	}
+	if at.IsZero() && pod.Status.StartTime != nil {
+		at = pod.Status.StartTime.Time
+	}
+	return at
+}
+
+func notRegisteringMessage(e *jumpstarterv1alpha1.Exporter, running time.Duration) string {
+	msg := fmt.Sprintf("the Pod has run for %s but the exporter has not registered with the Jumpstarter controller at %q", running.Round(time.Second), e.Status.Endpoint)
+	if e.Status.StatusMessage != "" {
+		msg += ": " + e.Status.StatusMessage
+	}
+	return msg
+}
+
+func podPhase(pod *corev1.Pod) string {
+	if pod.Status.Phase == "" {
+		return "Pending"
+	}
+	return string(pod.Status.Phase)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// diagnose sets each instance's Problem and summarizes the pool's failures and the set's
+// failure backoff into the pass.
+func (r *Reconciler) diagnose(p *pass) {
+	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
+	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
+	if p.class != nil {
+		if sd := p.class.Spec.StartupDeadline; sd != nil {
+			d.startupDeadline = sd.Duration
+		}
+		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
+	}
+	for _, in := range p.obs.Instances {
+		in.Problem = d.diagnose(in)
+	}
+	p.failures = summarizeFailures(p.obs.Instances)
+	p.backoff = r.failureMemory.observe(keyOf(p.set), version, p.now, p.obs.Instances, r.backoffBase, r.backoffCap)
+}
+
+// isFailureReason reports whether reason is an instance failure or the backoff after them.
+func isFailureReason(reason string) bool {
+	_, ok := failureOrder[reason]
+	return ok || reason == vtv1alpha1.ReasonBackingOff
+}

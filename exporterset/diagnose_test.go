@@ -1,0 +1,253 @@
+package exporterset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+)
+
+// podStatus gives the instance a Pod created at epoch with this status and the QEMU layout's
+// container names and images.
+func podStatus(st corev1.PodStatus) trait {
+	return func(in *Instance) {
+		in.Pods = append(in.Pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: in.Name(), Namespace: "ns", CreationTimestamp: metav1.NewTime(epoch)},
+			Spec: corev1.PodSpec{
+				NodeName:       "node-1",
+				InitContainers: []corev1.Container{{Name: "target-runtime", Image: "example.com/runtime:1"}},
+				Containers:     []corev1.Container{{Name: "exporter", Image: "example.com/exporter:1"}},
+			},
+			Status: st,
+		})
+	}
+}
+
+func waiting(name, reason, msg string, restarts int32) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, RestartCount: restarts, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+}
+
+func runningAt(name string, d time.Duration) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(epoch.Add(d))}}}
+}
+
+func TestDiagnose(t *testing.T) {
+	d := diagnosis{now: epoch.Add(2 * time.Minute), startupDeadline: 10 * time.Minute, registrationGrace: time.Minute}
+	pullMsg := `failed to pull and unpack image "example.com/runtime:1": not found`
+	schedMsg := "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+	cases := []struct {
+		name string
+		in   *Instance
+		at   time.Duration // added to d.now
+		want *Problem
+	}{
+		{name: "no pod yet", in: instance("a"), want: nil},
+		{name: "ready", in: instance("a", online, registered, podStatus(corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})), want: nil},
+		{
+			name: "image pull back-off on the runtime sidecar",
+			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending,
+				InitContainerStatuses: []corev1.ContainerStatus{waiting("target-runtime", "ImagePullBackOff", `Back-off pulling image "example.com/runtime:1": ErrImagePull: `+pullMsg, 0)}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:1",
+				Message: `ImagePullBackOff: Back-off pulling image "example.com/runtime:1": ErrImagePull: ` + pullMsg},
+		},
+		{
+			name: "unschedulable",
+			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: schedMsg}}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: schedMsg},
+		},
+		{
+			name: "sidecar crash loop: replaced even though the exporter registered",
+			in: instance("a", online, registered, podStatus(corev1.PodStatus{Phase: corev1.PodRunning,
+				InitContainerStatuses: []corev1.ContainerStatus{func() corev1.ContainerStatus {
+					cs := waiting("target-runtime", "CrashLoopBackOff", "back-off 20s restarting failed container", 3)
+					cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}
+					return cs
+				}()},
+				ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
+				Message: "CrashLoopBackOff after 3 restarts; last exit: exit code 137 (OOMKilled): back-off 20s restarting failed container", Replace: true},
+		},
+		{
+			name: "exporter terminated with an error: Pod Failed",
+			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "exporter", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}}}}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1", Message: "terminated: exit code 1 (Error): boom", Replace: true},
+		},
+		{
+			name: "evicted",
+			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})),
+			want: &Problem{Reason: vtv1alpha1.ReasonEvicted, Message: "The node was low on resource: memory.", Replace: true},
+		},
+		{
+			name: "node lost",
+			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodUnknown})),
+			want: &Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: `node "node-1" stopped reporting the Pod's state`, Replace: true},
+		},
+		{
+			name: "exit after a lease is recycling, not a failure",
+			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodSucceeded})),
+			want: nil,
+		},
+		{
+			name: "running, not registered, within the grace",
+			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 90*time.Second)}})),
+			want: nil,
+		},
+		{
+			name: "running, not registered, past the grace",
+			in: instance("a", func(in *Instance) { in.Exporter.Status.Endpoint = "grpc.example:443" },
+				podStatus(corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 30*time.Second)}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: `the Pod has run for 1m30s but the exporter has not registered with the Jumpstarter controller at "grpc.example:443"`},
+		},
+		{
+			name: "pending past the startup deadline",
+			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending})),
+			at:   10 * time.Minute,
+			want: &Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: "Pod a is Pending and its exporter is not ready (not ready 12m0s after its Pod was created; startupDeadline 10m0s)", Replace: true},
+		},
+		{
+			name: "a pull failure past the deadline keeps its reason and is replaced",
+			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending,
+				ContainerStatuses: []corev1.ContainerStatus{waiting("exporter", "ErrImagePull", "not found", 0)}})),
+			at: 10 * time.Minute,
+			want: &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "exporter", Image: "example.com/exporter:1",
+				Message: "ErrImagePull: not found (not ready 12m0s after its Pod was created; startupDeadline 10m0s)", Replace: true},
+		},
+		{
+			name: "a retiring instance no longer counts",
+			in:   instance("a", retiring, podStatus(corev1.PodStatus{Phase: corev1.PodUnknown})),
+			want: nil,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dd := d
+			dd.now = d.now.Add(tc.at)
+			if diff := cmp.Diff(tc.want, dd.diagnose(tc.in)); diff != "" {
+				t.Errorf("diagnose (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSummarizeFailures(t *testing.T) {
+	pull := &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:bad", Message: "ErrImagePull: not found"}
+	crash := &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Message: "terminated: exit code 1"}
+	withProblem := func(pr *Problem) trait { return func(in *Instance) { in.Problem = pr } }
+	s := summarizeFailures([]*Instance{
+		instance("a", withProblem(pull)), instance("b", withProblem(pull)), instance("c", withProblem(crash)), instance("d", ready),
+	})
+	want := `2 of 4 instances cannot pull an image; e.g. instance a, container target-runtime, image "example.com/runtime:bad": ErrImagePull: not found (also: 1 TargetCrashing)`
+	if s.Reason != vtv1alpha1.ReasonImagePullFailed || s.Failing != 3 || s.Serving != 1 || s.message() != want {
+		t.Errorf("summary %+v\nmessage %q\nwant    %q", s, s.message(), want)
+	}
+	if s := summarizeFailures([]*Instance{instance("a", ready)}); s.Reason != "" || s.message() != "" || s.Serving != 1 {
+		t.Errorf("healthy pool summarized as %+v", s)
+	}
+}
+
+func TestFailureBackoff(t *testing.T) {
+	m := newFailureMemory()
+	base, limit := 2*time.Second, 20*time.Second
+	crashing := func(name string) *Instance {
+		return instance(name, func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true} })
+	}
+	now := epoch
+	// Each new failing instance doubles the wait; the same instance seen again does not count.
+	var b backoffState
+	for i, want := range []time.Duration{2, 4, 8, 16, 20, 20} {
+		name := string(rune('a' + i))
+		b = m.observe("ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
+		b = m.observe("ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
+		if got := b.Until.Sub(now); got != want*time.Second || b.Failures != i+1 {
+			t.Fatalf("failure %d: waits %s with %d failures, want %s", i+1, got, b.Failures, want*time.Second)
+		}
+		if !b.active(now) || b.active(b.Until) {
+			t.Fatalf("failure %d: active at now=%v, at until=%v", i+1, b.active(now), b.active(b.Until))
+		}
+	}
+	if !strings.Contains(b.message(now), "next attempt at 2026-01-01T00:00:20Z") {
+		t.Errorf("message %q does not say when the next attempt is", b.message(now))
+	}
+	// A change of the set or class resets it at once.
+	if b = m.observe("ns/s", "v2", now, nil, base, limit); b.Failures != 0 || b.active(now) {
+		t.Errorf("after a spec change: %+v", b)
+	}
+	// So does an instance becoming ready.
+	m.observe("ns/s", "v2", now, []*Instance{crashing("x")}, base, limit)
+	if b = m.observe("ns/s", "v2", now, []*Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
+		t.Errorf("after an instance became ready: %+v", b)
+	}
+	// An instance that was ready and then fails (evicted after serving) is no start failure.
+	m.observe("ns/s", "v2", now, []*Instance{instance("z", ready)}, base, limit)
+	evicted := instance("z", func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true} })
+	if b = m.observe("ns/s", "v2", now, []*Instance{evicted}, base, limit); b.Failures != 0 {
+		t.Errorf("an eviction after ready counted as a failure: %+v", b)
+	}
+	if len(b.New) != 1 || b.New[0].Reason != vtv1alpha1.ReasonEvicted {
+		t.Errorf("new problems %+v, want the eviction", b.New)
+	}
+	m.forget("ns/s")
+	if len(m.sets) != 0 {
+		t.Errorf("forget kept %d sets", len(m.sets))
+	}
+}
+
+func TestPlanFailures(t *testing.T) {
+	failing := func(replace bool) trait {
+		return func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: replace} }
+	}
+	now := epoch.Add(time.Hour)
+	cases := []struct {
+		name string
+		in   PlanInput
+		want planSummary
+	}{
+		{
+			name: "a crash-looping idle instance is retired and replaced",
+			in:   input(0, 4, 1, instance("a", ready, failing(true))),
+			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"a"}},
+		},
+		{
+			name: "a crash-looping leased instance is kept: never break a lease",
+			in:   input(0, 4, 0, instance("a", ready, leased("l"), failing(true))),
+			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "a problem that waiting may fix (pull back-off) keeps the instance",
+			in:   input(0, 4, 1, instance("a", pod(corev1.PodPending), failing(false))),
+			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "backing off holds creates and Pod starts, and says when to look again",
+			in: func() PlanInput {
+				in := input(0, 4, 2, instance("a"), instance("b", ready, failing(true)))
+				in.BackoffUntil = now.Add(8 * time.Second)
+				return in
+			}(),
+			want: planSummary{Wanted: 2, Retire: []string{"b"}, RequeueAfter: 8 * time.Second},
+		},
+		{
+			name: "a backoff in the past holds nothing",
+			in: func() PlanInput {
+				in := input(0, 4, 1)
+				in.BackoffUntil = now.Add(-time.Second)
+				return in
+			}(),
+			want: planSummary{Wanted: 1, Create: 1},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, summarize(PlanScale(tc.in))); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,280 @@
+package exporterset_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/jumpsim"
+)
+
+// Failure tests: each kubelet or scheduler failure the simulator can produce, against a real
+// API server: reported with its own reason, the kubelet's words, an event; Available tells
+// the truth; churn is bounded; the pool recovers once the cause is fixed.
+
+const badRuntime = "registry.example/runtime:broken"
+
+// fastFailures makes the simulated kubelet retry pulls and restarts quickly, so tests see
+// back-off states and recoveries within seconds.
+func fastFailures() []jumpsim.Option {
+	return []jumpsim.Option{jumpsim.WithImagePullBackOff(300 * time.Millisecond), jumpsim.WithCrashLoopBackOff(200*time.Millisecond, time.Second)}
+}
+
+func availableCond(st vtv1alpha1.ExporterSetStatus) *metav1.Condition {
+	return apimeta.FindStatusCondition(st.Conditions, vtv1alpha1.ConditionAvailable)
+}
+
+// waitFailure waits until Degraded and (when wantAvailableFalse) Available both show reason.
+func (w *world) waitFailure(set, reason string, timeout time.Duration) vtv1alpha1.ExporterSetStatus {
+	w.t.Helper()
+	return w.waitStatus(set, timeout, "Degraded and Available "+reason, func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, _ := degraded(s)
+		a := availableCond(s)
+		return r == reason && a != nil && a.Status == metav1.ConditionFalse && a.Reason == reason
+	})
+}
+
+func (w *world) waitHealthy(set string, available int32, timeout time.Duration) vtv1alpha1.ExporterSetStatus {
+	w.t.Helper()
+	return w.waitStatus(set, timeout, fmt.Sprintf("healthy with %d available", available), func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, _ := degraded(s)
+		a := availableCond(s)
+		return s.AvailableReplicas >= available && r == "" && s.FailingReplicas == 0 && a != nil && a.Status == metav1.ConditionTrue
+	})
+}
+
+func runtimeImage(image string) func(*vtv1alpha1.VirtualTargetClass) {
+	return func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Images = &vtv1alpha1.Images{Runtime: &vtv1alpha1.ImageSpec{Image: image, ImagePullPolicy: corev1.PullIfNotPresent}}
+	}
+}
+
+func sidecarLayout(c *vtv1alpha1.VirtualTargetClass) {
+	c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"sidecar":true}`)}
+}
+
+func mustContain(t *testing.T, what, s string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(s, want) {
+			t.Errorf("%s %q lacks %q", what, s, want)
+		}
+	}
+}
+
+// An image that cannot be pulled: ImagePullFailed with the kubelet's message, the instance,
+// container and image named; one Warning event; recovery as soon as the registry has it.
+func TestImagePullFailure(t *testing.T) {
+	w := newWorld(t, fastFailures()...)
+	w.sim.SetImagePullError(badRuntime, "")
+	w.class("fake", runtimeImage(badRuntime))
+	w.controller(env.Config)
+	w.set("pool", 0, 4, 1)
+
+	st := w.waitFailure("pool", vtv1alpha1.ReasonImagePullFailed, 30*time.Second)
+	_, msg := degraded(st)
+	mustContain(t, "Degraded message", msg, "1 of 1 instances cannot pull an image", "container runtime", `image "`+badRuntime+`"`, "not found", "instance pool-")
+	if st.AvailableReplicas != 0 || st.FailingReplicas != 1 || st.PodsPending != 1 {
+		t.Errorf("status %s", summary(st))
+	}
+	time.Sleep(2 * time.Second) // several passes and pull retries: still one event
+	if notes := w.eventNotes("pool", vtv1alpha1.ReasonImagePullFailed); len(notes) != 1 {
+		t.Errorf("%d ImagePullFailed events, want 1: %q", len(notes), notes)
+	}
+
+	w.sim.ClearImagePullError(badRuntime)
+	start := time.Now()
+	w.waitHealthy("pool", 1, 15*time.Second)
+	t.Logf("recovered %s after the image became pullable", time.Since(start).Round(time.Millisecond))
+}
+
+// minAvailableReplicas 0 is no excuse: with a lease waiting and the image failing, the pool
+// cannot serve, and Available says so. (It used to say True, WarmBufferMet.)
+func TestAvailableFalseOnEmptyFailingPoolWithoutBuffer(t *testing.T) {
+	w := newWorld(t, fastFailures()...)
+	w.sim.SetImagePullError(badRuntime, "")
+	w.class("fake", runtimeImage(badRuntime))
+	w.controller(env.Config)
+	w.set("pool", 0, 4, 0)
+	// Upstream ends a lease at once when no Exporter matches, so one must exist: the floor
+	// of 1 for a moment creates it, then the lease's demand keeps it.
+	set := w.getSet("pool")
+	w.edit(set, func() { set.Spec.MinReplicas = 1 })
+	w.waitStatus("pool", 20*time.Second, "an instance", func(s vtv1alpha1.ExporterSetStatus) bool { return s.Replicas == 1 })
+	w.lease("l1", "pool")
+	w.edit(set, func() { set.Spec.MinReplicas = 0 })
+	w.waitFailure("pool", vtv1alpha1.ReasonImagePullFailed, 20*time.Second)
+}
+
+// A class the cluster cannot schedule (a device no node has): Unschedulable, quoting the
+// scheduler; recovery once a node offers the device.
+func TestUnschedulable(t *testing.T) {
+	w := newWorld(t, append(fastFailures(), jumpsim.WithNodeCapacity(corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	}))...)
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Scheduling = &vtv1alpha1.Scheduling{Resources: &corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{"devices.kubevirt.io/kvm": resource.MustParse("1")}}}
+	})
+	w.controller(env.Config)
+	w.set("pool", 0, 4, 2)
+	st := w.waitFailure("pool", vtv1alpha1.ReasonUnschedulable, 30*time.Second)
+	_, msg := degraded(st)
+	mustContain(t, "Degraded message", msg, "2 of 2 instances cannot be scheduled", "Insufficient devices.kubevirt.io/kvm")
+
+	if err := w.sim.SetNodeCapacity(w.ctx, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), "devices.kubevirt.io/kvm": resource.MustParse("1k")}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitHealthy("pool", 2, 15*time.Second)
+}
+
+// A Pod that runs while its exporter never registers: NotRegistering after the grace.
+func TestNotRegistering(t *testing.T) {
+	w := newWorld(t, fastFailures()...)
+	w.class("fake")
+	w.controller(env.Config, exporterset.WithRegistrationGrace(time.Second))
+	w.set("pool", 0, 4, 1)
+	w.waitHealthy("pool", 1, 30*time.Second)
+	name := w.exporters("pool")[0].Name
+	w.sim.SetNotRegistering(w.ns, name, "connection refused")
+	st := w.waitFailure("pool", vtv1alpha1.ReasonNotRegistering, 20*time.Second)
+	_, msg := degraded(st)
+	mustContain(t, "Degraded message", msg, "instance "+name, "has not registered with the Jumpstarter controller")
+	w.sim.ClearNotRegistering(w.ns, name)
+	w.waitHealthy("pool", 1, 15*time.Second)
+}
+
+// A runtime sidecar that keeps crashing: TargetCrashing although its exporter registered;
+// the instance is not available, it is replaced under a backoff that bounds churn over a
+// minute, and a fixed image recovers at once (the change resets the backoff).
+func TestCrashLoopBackoffBoundsChurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a minute of constant failure")
+	}
+	w := newWorld(t, fastFailures()...)
+	w.sim.SetCrash(badRuntime, jumpsim.Crash{ExitCode: 1, Reason: "Error", Message: "qemu: could not open disk"})
+	class := w.class("fake", runtimeImage(badRuntime), sidecarLayout)
+	w.controller(env.Config)
+	w.set("pool", 0, 3, 2)
+
+	st := w.waitFailure("pool", vtv1alpha1.ReasonTargetCrashing, 30*time.Second)
+	_, msg := degraded(st)
+	mustContain(t, "Degraded message", msg, "container runtime", "exit code 1 (Error)")
+	window := time.Now()
+	seqStart := st.InstanceSequence
+	var sawBackoff bool
+	for time.Since(window) < time.Minute {
+		st = w.getSet("pool").Status
+		if st.AvailableReplicas != 0 {
+			t.Fatalf("a crash-looping instance counted as available: %s", summary(st))
+		}
+		if st.Replicas > 3 {
+			t.Fatalf("above the ceiling: %s", summary(st))
+		}
+		if _, m := degraded(st); strings.Contains(m, "next attempt at") {
+			sawBackoff = true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	created := st.InstanceSequence - seqStart
+	// 2s, 4s, 8s, 16s, 32s: about five replacement rounds of at most 2 instances each.
+	if created > 12 {
+		t.Errorf("%d instances created in a minute of constant failure, want at most 12", created)
+	}
+	if created < 2 {
+		t.Errorf("%d instances created in a minute: failing instances were not replaced", created)
+	}
+	if !sawBackoff {
+		t.Error("the Degraded message never said when the next attempt is")
+	}
+	t.Logf("%d instances created in a minute of constant failure", created)
+
+	w.edit(class, func() { runtimeImage("registry.example/runtime:fixed")(class) })
+	start := time.Now()
+	w.waitHealthy("pool", 2, 20*time.Second)
+	t.Logf("recovered %s after the class was fixed", time.Since(start).Round(time.Millisecond))
+}
+
+// An exporter that exits with an error (restartPolicy Never): the Pod fails, TargetCrashing
+// is reported with the exit code, and the instance is replaced.
+func TestExporterCrashFailsPod(t *testing.T) {
+	w := newWorld(t, fastFailures()...)
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Images = &vtv1alpha1.Images{Exporter: &vtv1alpha1.ImageSpec{Image: "registry.example/exporter:oom"}}
+	})
+	w.sim.SetCrash("registry.example/exporter:oom", jumpsim.Crash{ExitCode: 137, Reason: "OOMKilled", After: 500 * time.Millisecond})
+	w.controller(env.Config)
+	w.set("pool", 0, 2, 1)
+	w.eventually(30*time.Second, "a TargetCrashing event naming OOMKilled", func() string {
+		for _, n := range w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing) {
+			if strings.Contains(n, "exit code 137 (OOMKilled)") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("events %q; status %s", w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing), summary(w.getSet("pool").Status))
+	})
+	w.waitStatus("pool", 20*time.Second, "the crashed instance replaced", func(s vtv1alpha1.ExporterSetStatus) bool { return s.InstanceSequence >= 2 })
+}
+
+// A startup deadline: an instance not ready in time is replaced, and the reason is said.
+func TestStartupDeadline(t *testing.T) {
+	w := newWorld(t, jumpsim.WithPodStartDelay(time.Hour))
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.StartupDeadline = &metav1.Duration{Duration: 2 * time.Second} })
+	w.controller(env.Config)
+	w.set("pool", 0, 2, 1)
+	w.waitFailure("pool", vtv1alpha1.ReasonStartupDeadlineExceeded, 30*time.Second)
+	w.waitStatus("pool", 20*time.Second, "the slow instance replaced", func(s vtv1alpha1.ExporterSetStatus) bool { return s.InstanceSequence >= 2 })
+	w.sim.SetPodStartDelay(0)
+	w.waitHealthy("pool", 1, 30*time.Second)
+}
+
+// Eviction and node loss: an idle instance is replaced, a leased one is kept until its lease
+// ends (never break a lease), and both are reported.
+func TestEvictionAndNodeLossKeepLeases(t *testing.T) {
+	w := newWorld(t, append(fastFailures(), jumpsim.WithOnlineTimeout(2*time.Second))...)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 0, 4, 1)
+	w.waitHealthy("pool", 1, 30*time.Second)
+	l := w.lease("l1", "pool")
+	leasedName := w.waitAssigned(l)
+	w.waitHealthy("pool", 1, 30*time.Second)
+
+	if err := w.sim.EvictPod(w.ctx, w.ns, leasedName, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.waitStatus("pool", 20*time.Second, "Evicted reported", func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, _ := degraded(s)
+		return r == vtv1alpha1.ReasonEvicted
+	})
+	time.Sleep(2 * time.Second)
+	if e := getExporter(t, w, leasedName); e == nil || e.DeletionTimestamp != nil || !e.IsEnabled() {
+		t.Fatalf("the leased instance %s was deleted or disabled after its Pod was evicted", leasedName)
+	}
+	w.release(l)
+	w.waitStatus("pool", 20*time.Second, "the evicted instance replaced after its lease", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return getExporter(t, w, leasedName) == nil && s.AvailableReplicas >= 1
+	})
+
+	if err := w.sim.LoseNode(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := w.waitFailure("pool", vtv1alpha1.ReasonNodeLost, 30*time.Second)
+	if st.AvailableReplicas != 0 {
+		t.Errorf("instances on a lost node counted available: %s", summary(st))
+	}
+	if err := w.sim.RestoreNode(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.waitHealthy("pool", 1, 30*time.Second)
+}
