@@ -37,6 +37,14 @@ type Config struct {
 	// Invalid lists parameter sets that Validate must reject.
 	Invalid []Invalid
 
+	// DriverTypes are the driver types (spec.template.spec.drivers[].type) the provisioner
+	// claims to check in Validate. For each, the suite adds UnknownDriverKey to the config of
+	// the first valid entry of that type (or appends an entry of it) and expects an invalid-
+	// input error at that key's path: the exporter refuses a key its driver does not declare.
+	DriverTypes []string
+	// InvalidDrivers lists driver lists that Validate must reject.
+	InvalidDrivers []InvalidDrivers
+
 	// Names, when set, are the names Describe must return (in any order).
 	Names []string
 
@@ -55,6 +63,17 @@ type Invalid struct {
 	// Parameters replace Config.Parameters (the class parameters).
 	Parameters string
 	// Fields are field paths the error must name, e.g. "parameters.resources.memory".
+	Fields []string
+}
+
+// InvalidDrivers is a template driver list a provisioner must reject.
+type InvalidDrivers struct {
+	// Name names the subtest.
+	Name string
+	// Drivers replace the drivers of the valid request's ExporterSet.
+	Drivers []vtv1alpha1.DriverSpec
+	// Fields are field paths the error must name, e.g.
+	// "spec.template.spec.drivers[0].config.mem".
 	Fields []string
 }
 

@@ -17,7 +17,11 @@
 //	}
 //
 // The suite checks that the provisioner describes itself; accepts the valid parameters and
-// rejects each invalid set with field errors at the expected paths; renders a Pod that keeps
+// rejects each invalid set with field errors at the expected paths; rejects a bad entry of
+// every driver type it claims to check (Config.DriverTypes: an entry of that type with a
+// config key no driver has, which upstream's exporter refuses at start) and each
+// Config.InvalidDrivers list; reports well-formed warnings if it implements
+// provisioner.WarningValidator; renders a Pod that keeps
 // the exporter contract (the config Secret mounted at provisioner.ExporterConfigDir, the
 // exporter image, restartPolicy Never) and that a real API server accepts (server-side
 // dry-run through Config.DryRun); is deterministic; neither mutates its request nor hands out

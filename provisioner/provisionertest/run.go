@@ -3,7 +3,6 @@ package provisionertest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -42,6 +41,8 @@ func Run(t *testing.T, p provisioner.Provisioner, cfg Config) {
 	t.Run("Describe", s.testDescribe)
 	t.Run("ValidParametersAccepted", s.testValid)
 	t.Run("InvalidParametersRejected", s.testInvalid)
+	t.Run("BadDriverEntriesRejected", s.testDrivers)
+	t.Run("WarningsWellFormed", s.testWarnings)
 	t.Run("RenderPodKeepsExporterContract", s.testRenderPod)
 	t.Run("RenderPodAcceptedByAPIServer", s.testDryRun)
 	t.Run("EnrichDriversKeepsExplicitConfig", s.testEnrichDrivers)
@@ -145,38 +146,7 @@ func (s *suite) testInvalid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = s.p.Validate(s.ctx(t), forValidate(req))
-			if err == nil {
-				t.Fatalf("Validate accepted %s", req.Parameters)
-			}
-			if !provisioner.IsInvalid(err) {
-				t.Fatalf("Validate's error is %s, want %s: %v", provisioner.CodeOf(err), provisioner.CodeInvalid, err)
-			}
-			var pe *provisioner.Error
-			if !errors.As(err, &pe) {
-				t.Fatalf("Validate's error is not a *provisioner.Error: %v", err)
-			}
-			var got []string
-			for _, fe := range pe.Fields {
-				got = append(got, fe.Field)
-				if fe.Field != "parameters" && !strings.HasPrefix(fe.Field, "parameters.") && !strings.HasPrefix(fe.Field, "parameters[") &&
-					fe.Field != "spec" && !strings.HasPrefix(fe.Field, "spec.") {
-					t.Errorf("field error %q is not rooted at parameters or spec", fe.Error())
-				}
-			}
-			for _, want := range c.Fields {
-				if !slices.Contains(got, want) {
-					t.Errorf("Validate's error names fields %q, want %q among them: %v", got, want, err)
-				}
-			}
-			if err.Error() == "" {
-				t.Error("Validate's error has an empty message")
-			}
-			// The same input gives the same error: people compare conditions across reconciles.
-			again := s.p.Validate(s.ctx(t), forValidate(req))
-			if again == nil || again.Error() != err.Error() {
-				t.Errorf("Validate is not deterministic: %v, then %v", err, again)
-			}
+			s.expectRejected(t, forValidate(req), c.Fields)
 		})
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ func good() provisioner.Funcs {
 		if _, err := resource.ParseQuantity(p.Memory); err != nil {
 			return provisioner.InvalidFields(field.ErrorList{field.Invalid(field.NewPath("parameters", "memory"), p.Memory, "must be a quantity")})
 		}
-		return nil
+		return provisioner.InvalidFields(checkPowerDrivers(req))
 	}
 	return provisioner.Funcs{
 		Description: provisioner.Description{
@@ -55,12 +57,37 @@ func good() provisioner.Funcs {
 	}
 }
 
+// checkPowerDrivers is good's driver check: it claims "x.Power", whose only key is "delay".
+func checkPowerDrivers(req *provisioner.Request) field.ErrorList {
+	var errs field.ErrorList
+	for i, d := range provisioner.TemplateDrivers(req) {
+		if d.Type != "x.Power" || d.Config == nil {
+			continue
+		}
+		path := field.NewPath("spec", "template", "spec", "drivers").Index(i).Child("config")
+		var cfg map[string]json.RawMessage
+		if err := json.Unmarshal(d.Config.Raw, &cfg); err != nil {
+			errs = append(errs, field.Invalid(path, string(d.Config.Raw), "must be an object"))
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			if k != "delay" {
+				errs = append(errs, field.NotSupported(path.Child(k), k, []string{"delay"}))
+			}
+		}
+	}
+	return errs
+}
+
 func config() provisionertest.Config {
 	return provisionertest.Config{
 		Parameters: `{"memory": "1Gi"}`,
 		Drivers: []vtv1alpha1.DriverSpec{{Name: "power", Type: "x.Power",
 			Config: &apiextensionsv1.JSON{Raw: []byte(`{"delay": 1}`)}}},
 		Invalid:     []provisionertest.Invalid{{Name: "bad memory", Parameters: `{"memory": "2 GB"}`, Fields: []string{"parameters.memory"}}},
+		DriverTypes: []string{"x.Power"},
+		InvalidDrivers: []provisionertest.InvalidDrivers{{Name: "misspelt key", Drivers: []vtv1alpha1.DriverSpec{{Name: "power", Type: "x.Power",
+			Config: &apiextensionsv1.JSON{Raw: []byte(`{"dealy": 1}`)}}}, Fields: []string{"spec.template.spec.drivers[0].config.dealy"}}},
 		Names:       []string{"good.example.dev"},
 		CallTimeout: time.Second,
 	}
@@ -164,6 +191,11 @@ var bad = map[string]struct {
 		}
 		return f
 	}, `config key "delay" is 5, want the explicit 1`},
+	"does not check a driver it claims": {func() provisioner.Funcs {
+		f := good()
+		f.ValidateFn = func(context.Context, *provisioner.Request) error { return nil }
+		return f
+	}, "Validate accepted parameters {\"memory\":\"1Gi\"} with drivers [{\"name\":\"power\",\"type\":\"x.Power\",\"config\":{\"delay\":1,\"exportersetConformanceNoSuchKey\":true}}]"},
 	"cancellation is invalid": {func() provisioner.Funcs {
 		f := good()
 		validate := f.ValidateFn

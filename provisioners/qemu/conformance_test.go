@@ -36,6 +36,17 @@ func TestConformance(t *testing.T) {
 			{Name: "memory not a quantity", Parameters: `{"resources": {"memory": "2 GB"}}`, Fields: []string{"parameters.resources.memory"}},
 			{Name: "unknown arch", Parameters: `{"arch": "mips"}`, Fields: []string{"parameters.arch"}},
 		},
+		DriverTypes: DriverTypes(),
+		InvalidDrivers: []provisionertest.InvalidDrivers{
+			{Name: "Kubernetes quantity as mem", Drivers: []vtv1alpha1.DriverSpec{qemuDriver(`{"mem": "2Gi"}`)},
+				Fields: []string{"spec.template.spec.drivers[0].config.mem"}},
+			{Name: "memory for mem", Drivers: []vtv1alpha1.DriverSpec{qemuDriver(`{"memory": "2G"}`)},
+				Fields: []string{"spec.template.spec.drivers[0].config.memory"}},
+			{Name: "ref to a child the driver does not create", Drivers: []vtv1alpha1.DriverSpec{qemuDriver(""), {Name: "power", Ref: "qemu.powr"}},
+				Fields: []string{"spec.template.spec.drivers[1].ref"}},
+			{Name: "misspelt type", Drivers: []vtv1alpha1.DriverSpec{{Name: "qemu", Type: "jumpstarter_driver_qemu.driver.Qemuu"}},
+				Fields: []string{"spec.template.spec.drivers[0].type"}},
+		},
 		DryRun: func(ctx context.Context, pod *corev1.Pod) error { return env.DryRunCreate(ctx, pod) },
 	})
 }
