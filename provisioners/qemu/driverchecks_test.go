@@ -2,6 +2,8 @@ package qemu
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -218,6 +220,40 @@ func TestSuggestSize(t *testing.T) {
 	} {
 		if got := suggestSize(in); got != want {
 			t.Errorf("suggestSize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestREADMEDocumentsEveryDriverField checks that the README's driver table names every
+// checked type and field, so the table and driverfields.go cannot drift apart silently.
+func TestREADMEDocumentsEveryDriverField(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "## Driver checks")
+	end := strings.Index(readme, "## Drivers\n")
+	if start < 0 || end < start {
+		t.Fatal(`README has no "## Driver checks" section before "## Drivers"`)
+	}
+	section := readme[start:end]
+	objects := []*objectSpec{hostfwdEntry}
+	for _, d := range driverSpecs {
+		if !strings.Contains(section, "| `"+d.typ+"` |") {
+			t.Errorf("README's driver table has no row for %s", d.typ)
+		}
+		objects = append(objects, d.config)
+	}
+	for _, o := range objects {
+		for _, f := range o.fields {
+			name := "`" + f.name + "`"
+			if f.required {
+				name = "**" + name + "**"
+			}
+			if !strings.Contains(section, name) {
+				t.Errorf("README's driver table does not name %s's field %s", o.what, name)
+			}
 		}
 	}
 }
