@@ -70,6 +70,28 @@ func (d diagnosis) diagnose(in *Instance) *Problem {
 	return pr
 }
 
+// recheckIn is when the instance's diagnosis changes by time alone (the registration grace
+// or the startup deadline runs out); 0 when it does not. Nothing else wakes the set then.
+func (d diagnosis) recheckIn(in *Instance) time.Duration {
+	pod := currentPod(in)
+	if pod == nil || in.Ready() || in.Deleting() || in.Retiring() {
+		return 0
+	}
+	var next time.Duration
+	soonest := func(at time.Time) {
+		if wait := at.Sub(d.now); wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+	}
+	if since := runningSince(pod); !since.IsZero() {
+		soonest(since.Add(d.registrationGrace))
+	}
+	if d.startupDeadline > 0 {
+		soonest(pod.CreationTimestamp.Add(d.startupDeadline))
+	}
+	return next
+}
+
 // currentPod is the Pod the instance runs on: the newest one not being deleted.
 func currentPod(in *Instance) *corev1.Pod {
 	var cur *corev1.Pod
@@ -223,6 +245,10 @@ func (r *Reconciler) diagnose(p *pass) {
 	}
 	for _, in := range p.obs.Instances {
 		in.Problem = d.diagnose(in)
+		// Whole seconds (the Pod's times are) plus a margin, so the pass lands after the edge.
+		if wait := d.recheckIn(in); wait > 0 {
+			p.requeueIn(wait + 100*time.Millisecond)
+		}
 	}
 	p.failures = summarizeFailures(p.obs.Instances)
 	p.backoff = r.failureMemory.observe(keyOf(p.set), version, p.now, p.obs.Instances, r.backoffBase, r.backoffCap)

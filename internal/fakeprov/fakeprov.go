@@ -118,6 +118,14 @@ func (f *Fake) RenderPod(_ context.Context, req *provisioner.Request) (*corev1.P
 		},
 		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
 	}}
+	if sc := req.Class.Spec.Scheduling; sc != nil {
+		// As a real provisioner does: the class decides where Pods run and what the
+		// runtime requests, so the scheduler can refuse them.
+		pod.Spec.NodeSelector, pod.Spec.Tolerations = sc.NodeSelector, sc.Tolerations
+		if sc.Resources != nil {
+			pod.Spec.Containers[1].Resources = *sc.Resources
+		}
+	}
 	var params struct {
 		Sidecar bool `json:"sidecar"`
 	}
