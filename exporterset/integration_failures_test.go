@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -77,10 +79,19 @@ func TestImagePullFailure(t *testing.T) {
 	w := newWorld(t, fastFailures()...)
 	w.sim.SetImagePullError(badRuntime, "")
 	w.class("fake", runtimeImage(badRuntime))
-	w.controller(env.Config)
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
 	w.set("pool", 0, 4, 1)
 
 	st := w.waitFailure("pool", vtv1alpha1.ReasonImagePullFailed, 30*time.Second)
+	failures := `
+# HELP exporterset_instance_failures_total Instance failures seen, by reason (ImagePullFailed, TargetCrashing, Unschedulable, ...): each instance counts once per reason it shows.
+# TYPE exporterset_instance_failures_total counter
+exporterset_instance_failures_total{exporterset="pool",namespace="` + w.ns + `",reason="ImagePullFailed"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(failures), "exporterset_instance_failures_total"); err != nil {
+		t.Error(err)
+	}
 	_, msg := degraded(st)
 	mustContain(t, "Degraded message", msg, "1 of 1 instances cannot pull an image", "container runtime", `image "`+badRuntime+`"`, "not found", "instance pool-")
 	if st.AvailableReplicas != 0 || st.FailingReplicas != 1 || st.PodsPending != 1 {
@@ -229,7 +240,9 @@ func TestExporterCrashFailsPod(t *testing.T) {
 // A startup deadline: an instance not ready in time is replaced, and the reason is said.
 func TestStartupDeadline(t *testing.T) {
 	w := newWorld(t, jumpsim.WithPodStartDelay(time.Hour))
-	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.StartupDeadline = &metav1.Duration{Duration: 2 * time.Second} })
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.StartupDeadline = &metav1.Duration{Duration: 2 * time.Second}
+	})
 	w.controller(env.Config)
 	w.set("pool", 0, 2, 1)
 	w.waitFailure("pool", vtv1alpha1.ReasonStartupDeadlineExceeded, 30*time.Second)
