@@ -150,6 +150,7 @@ func (wk *Walk) failPod(ctx context.Context) (string, bool, error) {
 		return "", err == nil, err
 	}
 	name := wk.pickName(names)
+	wk.noteDisruption(ctx, name)
 	err = wk.w.sim.FailPod(ctx, wk.w.ns, name)
 	if err != nil && (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) {
 		return "", true, nil // it went away or changed meanwhile
@@ -164,6 +165,7 @@ func (wk *Walk) deletePod(ctx context.Context) (string, bool, error) {
 		return "", err == nil, err
 	}
 	name := wk.pickName(names)
+	wk.noteDisruption(ctx, name)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: wk.w.ns, Name: name}}
 	return name, false, client.IgnoreNotFound(wk.w.c.Delete(ctx, pod))
 }

@@ -10,7 +10,8 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
-// CeilingOptions are the tolerances of the ceiling invariants. The checker sees the cluster
+// CeilingOptions are the tolerances of the checker's timed invariants (the ceiling, the live
+// Available cross-check and the churn bound). The checker sees the cluster
 // through its own watches, which lag the reconciler's by a little, and a walk step (a lower
 // maxReplicas, a deleted Pod bringing a recycled instance back) makes an excess the
 // reconciler can only remove afterwards; these bound how long that may take.
@@ -25,11 +26,32 @@ type CeilingOptions struct {
 	// StayGrace is how long a set may stay above maxReplicas at all (recycled instances
 	// included) while it is not excused (class deleted, controller down, plugin killed).
 	StayGrace time.Duration
+	// AvailableGrace is how long a status may keep saying Available=True while the objects
+	// show the floor or the buffer broken: the controller's watch and pass take a moment.
+	AvailableGrace time.Duration
+	// ChurnWindow is the window over which creations of a failing set are counted.
+	ChurnWindow time.Duration
+	// ResetSlack lengthens each backoff span of the churn bound: the controller sees a reset
+	// (a spec change, a ready instance) a little after or before the checker does.
+	ResetSlack time.Duration
+	// BackoffBase and BackoffCap are the failure backoff the soak's reconciler runs with;
+	// the churn bound is derived from them.
+	BackoffBase, BackoffCap time.Duration
 }
+
+// The soak reconciler's failure backoff: shorter than the defaults (2s doubling to 5m), so
+// that a set repaired at the end of the walk tries again well within the settle time. The
+// churn invariant's bound is derived from these.
+const (
+	soakBackoffBase = 2 * time.Second
+	soakBackoffCap  = 20 * time.Second
+)
 
 // DefaultCeilingOptions are generous enough for a loaded 2-core machine.
 func DefaultCeilingOptions() CeilingOptions {
-	return CeilingOptions{Confirm: 5 * time.Second, Recent: 10 * time.Second, StayGrace: 15 * time.Second}
+	return CeilingOptions{Confirm: 5 * time.Second, Recent: 10 * time.Second, StayGrace: 15 * time.Second,
+		AvailableGrace: 15 * time.Second, ChurnWindow: time.Minute, ResetSlack: 2 * time.Second,
+		BackoffBase: soakBackoffBase, BackoffCap: soakBackoffCap}
 }
 
 type maxChange struct {

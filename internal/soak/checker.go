@@ -42,8 +42,9 @@ const checkInterval = 200 * time.Millisecond
 // Checker watches one namespace through its own informers, shared with nothing, and records
 // every broken invariant with a time stamp. The safety invariants (no leased Exporter is
 // disabled or deleted by the controller; no Exporter is deleted unless it was retired or
-// exited) are judged on every watch event, so they see each intermediate state; the ceiling
-// invariants are evaluated a few times a second; Final checks the state after the walk.
+// exited) and the Available status rule are judged on every watch event, so they see each
+// intermediate state; the ceiling invariants, the live Available cross-check and the churn
+// bound are evaluated a few times a second; Final checks the state after the walk.
 type Checker struct {
 	ns      string
 	cache   cache.Cache
@@ -60,6 +61,8 @@ type Checker struct {
 	pending    []pendingDeletion
 	deletions  int
 	evaluated  int
+
+	fw *failureWatch // the failure invariants' memory (failwatch.go)
 }
 
 // podSighting says when an Exporter's Pods were last seen running or pending, and when last
@@ -92,6 +95,7 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		trackers: map[string]*ceilingTracker{},
 		excused:  map[string]time.Time{},
 		podSeen:  map[types.UID]podSighting{},
+		fw:       newFailureWatch(),
 	}, nil
 }
 
@@ -122,6 +126,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		if _, err := c.cache.GetInformer(ctx, obj); err != nil {
 			return err
 		}
+	}
+	if err := c.watchFailures(ctx); err != nil {
+		return err
 	}
 	go func() { _ = c.cache.Start(ctx) }()
 	if !c.cache.WaitForCacheSync(ctx) {
@@ -282,6 +289,9 @@ func (c *Checker) loop(ctx context.Context) {
 		}
 		c.judgeDeletions(time.Now())
 		if err := c.checkCeilings(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			c.history.Record(KindNote, "checker: %v", err)
+		}
+		if err := c.checkFailures(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.history.Record(KindNote, "checker: %v", err)
 		}
 	}

@@ -18,6 +18,10 @@ import (
 	"github.com/exporterset/exporterset/provisioner"
 )
 
+// registrationGrace is how long the soak's reconciler lets a running exporter go
+// unregistered before it reports NotRegistering: above the slow-start action's delays.
+const registrationGrace = 5 * time.Second
+
 // controller runs the reconciler under test in a manager of its own, which the walk stops
 // and replaces: a restart loses everything in memory (expectations, describe cache), so
 // only what the reconciler keeps in the API server (instance sequence, cooldown clock)
@@ -29,6 +33,9 @@ type controller struct {
 	ns       string
 	registry *provisioner.Registry
 	faults   *Faults
+	// onStart, if set, is called after every start: a new manager has no memory of the
+	// failure backoff.
+	onStart func()
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -63,7 +70,10 @@ func (c *controller) start(ctx context.Context) error {
 		return fmt.Errorf("soak: creating manager: %w", err)
 	}
 	r := exporterset.NewReconciler(c.faults.Client(mgr.GetClient()), c.faults.Reader(mgr.GetAPIReader()), c.registry,
-		exporterset.WithRetryInterval(time.Second))
+		exporterset.WithRetryInterval(time.Second),
+		exporterset.WithFailureBackoff(soakBackoffBase, soakBackoffCap),
+		// Short, so that the not-registering fault shows as NotRegistering within a walk.
+		exporterset.WithRegistrationGrace(registrationGrace))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("soak: setting up reconciler: %w", err)
 	}
@@ -76,6 +86,9 @@ func (c *controller) start(ctx context.Context) error {
 	}
 	c.cancel, c.done = cancel, done
 	c.starts++
+	if c.onStart != nil {
+		c.onStart()
+	}
 	return nil
 }
 

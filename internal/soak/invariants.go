@@ -16,6 +16,15 @@ const (
 	InvOverCeiling = "replicas-over-max-beyond-recycling"
 	// InvStaysAbove: a set stayed above maxReplicas for longer than the grace.
 	InvStaysAbove = "replicas-stay-above-max"
+	// InvAvailableStatus: a status says Available=True for the set's generation while its
+	// own counters break the floor, the buffer or the empty-pool rule.
+	InvAvailableStatus = "available-true-contradicts-status"
+	// InvAvailableLive: a status has said Available=True for longer than a grace while the
+	// objects (recomputed by the checker) broke the floor or the buffer.
+	InvAvailableLive = "available-true-while-pool-short"
+	// InvChurn: a set the walk keeps failing created more instances in a window than its
+	// failure backoff allows.
+	InvChurn = "churn-beyond-backoff-while-failing"
 	// InvFinal: the final invariants did not hold within the settle time after the walk.
 	InvFinal = "not-converged-after-walk"
 	// InvInjected: the self-test's fake violation.

@@ -56,6 +56,13 @@ type Result struct {
 	FinalProblems []string
 	ConvergedIn   time.Duration
 	HistoryTail   string
+	// FailureEvents are the simulator failures the walk injected, by kind (FailImagePull...).
+	FailureEvents map[string]int
+	// Reported are the Degraded reasons the controller newly reported, by reason.
+	Reported map[string]int
+	// AvailableJudged counts the statuses saying Available=True that the checker judged;
+	// WFFCLeased those of them a stricter reading of the WaitForFirstConsumer rule refuses.
+	AvailableJudged, WFFCLeased int
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -77,9 +84,31 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, verdict)
+}
+
+// FailureSummary says how many failure events the run injected, by kind, and which failure
+// reasons the controller reported.
+func (r *Result) FailureSummary() string {
+	total := 0
+	for _, n := range r.FailureEvents {
+		total += n
+	}
+	return fmt.Sprintf("%d failure events injected (%s), Degraded reasons reported (%s)", total, countList(r.FailureEvents), countList(r.Reported))
+}
+
+func countList(m map[string]int) string {
+	var out []string
+	for k, n := range m {
+		out = append(out, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, " ")
 }
 
 // Report is the failure report: the seed to replay, the violations, what is not converged
@@ -126,7 +155,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	w := &world{ns: cfg.Namespace, c: direct, fake: fakeprov.New(), faults: NewFaults(cfg.Seed + 1), history: history, pools: pools(cfg.PluginDir != "")}
 
-	w.sim, err = jumpsim.New(cfg.REST, jumpsim.WithNamespaces(w.ns), jumpsim.WithEventLimit(20000))
+	// Exporters on a lost node go offline after 5s instead of upstream's minute: the node
+	// faults last seconds.
+	w.sim, err = jumpsim.New(cfg.REST, jumpsim.WithNamespaces(w.ns), jumpsim.WithEventLimit(20000), jumpsim.WithOnlineTimeout(5*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +183,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	w.ctrl = newController(cfg.REST, scheme, w.ns, registry, w.faults)
+	w.ctrl.onStart = func() { w.checker.NoteReset("") }
 	if err := w.ctrl.start(ctx); err != nil {
 		return nil, err
 	}
@@ -196,6 +228,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Faults[0], res.Faults[1], res.Faults[2] = w.faults.Injected()
 	res.Restarts = w.ctrl.restarts()
 	res.Deletions, res.Evaluations = w.checker.Stats()
+	res.FailureEvents, _ = walk.FailureEvents()
+	res.Reported, res.AvailableJudged, res.WFFCLeased = w.checker.FailureStats()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)

@@ -37,6 +37,7 @@ type Walk struct {
 	broken   map[string]bool                           // classes given invalid parameters
 	deleted  map[string]*vtv1alpha1.VirtualTargetClass // classes to re-create, by name
 	deferred []deferredStep
+	f        *failureState // the simulator faults in force (failure_actions.go)
 }
 
 // deferredStep undoes a fault after a while (re-create a class, clear a provisioner failure).
@@ -55,8 +56,9 @@ func newWalk(seed int64, w *world) *Walk {
 		offline: map[string]bool{},
 		broken:  map[string]bool{},
 		deleted: map[string]*vtv1alpha1.VirtualTargetClass{},
+		f:       newFailureState(),
 	}
-	wk.actions = wk.catalogue()
+	wk.actions = append(wk.catalogue(), wk.failureCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}
@@ -138,8 +140,9 @@ func (wk *Walk) later(d time.Duration, what string, run func(ctx context.Context
 }
 
 // quiesce ends every fault the walk introduced, so that the pool can converge: no more API
-// errors or provisioner failures, classes back, exporters back online, the controller (and
-// the plugin, restarted on its next call) running. Leases and hand-disabled Exporters stay:
+// errors or provisioner failures, classes back, exporters back online, no image, crash,
+// node, registration or slow-start fault left in the simulator, the controller (and the
+// plugin, restarted on its next call) running. Leases and hand-disabled Exporters stay:
 // the final invariants account for them.
 func (wk *Walk) quiesce(ctx context.Context) error {
 	w := wk.w
@@ -155,6 +158,9 @@ func (wk *Walk) quiesce(ctx context.Context) error {
 	}
 	for _, m := range provisionerMethods {
 		w.fake.Fail(m, nil)
+	}
+	if e := wk.clearFailures(ctx); e != nil {
+		err = e
 	}
 	names := make([]string, 0, len(wk.offline))
 	for name := range wk.offline {
@@ -172,6 +178,6 @@ func (wk *Walk) quiesce(ctx context.Context) error {
 			err = e
 		}
 	}
-	w.history.Record(KindNote, "quiesce: faults off, classes restored, %d exporters back online, controller running", len(names))
+	w.history.Record(KindNote, "quiesce: faults off (simulator failures included), classes restored, %d exporters back online, controller running", len(names))
 	return err
 }

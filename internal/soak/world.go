@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,13 +29,30 @@ type pool struct {
 	min, max    int32
 	minAvail    int32
 	cooldown    time.Duration
+	// sidecar renders the fake's runtime as a native sidecar (class parameter
+	// {"sidecar": true}), so a crashing runtime crash-loops (CrashLoopBackOff) instead of
+	// terminating for good.
+	sidecar bool
+	// kvm makes the class's runtime request a KVM device, so removing the device from the
+	// node leaves new Pods Unschedulable.
+	kvm bool
 }
+
+// startupDeadline is the soak classes' startupDeadline: short, so that an instance stuck
+// behind an image pull failure is replaced (StartupDeadlineExceeded) within a walk, yet well
+// above the slowest normal start (the slow-start action's delays included).
+const startupDeadline = 20 * time.Second
+
+// exporterImage and runtimeImage are a pool's own images (its class's spec.images), so that
+// an image fault hits one set. The plugin's target image is its class's parameters.image.
+func exporterImage(p *pool) string { return "quay.io/jumpstarter-dev/jumpstarter:soak-" + p.set }
+func runtimeImage(p *pool) string  { return "registry.example/soak-runtime-" + p.set + ":1" }
 
 // pools are small and their cooldowns short, so the walk exercises scale-down and the
 // ceiling often; one runs on the real plugin when it was built.
 func pools(withPlugin bool) []pool {
 	out := []pool{
-		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second},
+		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true},
 		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0},
 	}
 	if withPlugin {
@@ -83,16 +101,33 @@ func classParameters(p *pool, rev int) *apiextensionsv1.JSON {
 		v = map[string]any{"image": fmt.Sprintf("registry.example/soak-target:%d", rev)}
 	} else {
 		v = map[string]any{"rev": rev}
+		if p.sidecar {
+			v["sidecar"] = true
+		}
 	}
 	b, _ := json.Marshal(v)
 	return &apiextensionsv1.JSON{Raw: b}
 }
 
 func newClass(ns string, p *pool) *vtv1alpha1.VirtualTargetClass {
-	return &vtv1alpha1.VirtualTargetClass{
+	c := &vtv1alpha1.VirtualTargetClass{
 		ObjectMeta: metav1.ObjectMeta{Name: p.class, Namespace: ns},
-		Spec:       vtv1alpha1.VirtualTargetClassSpec{Provisioner: p.provisioner, Parameters: classParameters(p, 0)},
+		Spec: vtv1alpha1.VirtualTargetClassSpec{
+			Provisioner: p.provisioner, Parameters: classParameters(p, 0),
+			Images: &vtv1alpha1.Images{
+				Exporter: &vtv1alpha1.ImageSpec{Image: exporterImage(p), ImagePullPolicy: corev1.PullIfNotPresent},
+				Runtime:  &vtv1alpha1.ImageSpec{Image: runtimeImage(p), ImagePullPolicy: corev1.PullIfNotPresent},
+			},
+			StartupDeadline: &metav1.Duration{Duration: startupDeadline},
+		},
 	}
+	if p.kvm {
+		c.Spec.Scheduling = &vtv1alpha1.Scheduling{Resources: &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{jumpsim.KVMResource: resource.MustParse("1")},
+			Limits:   corev1.ResourceList{jumpsim.KVMResource: resource.MustParse("1")},
+		}}
+	}
+	return c
 }
 
 func newSet(ns string, p *pool) *vtv1alpha1.ExporterSet {
