@@ -55,6 +55,29 @@ run: ## Run locally: embedded kube-apiserver + etcd, simulated Jumpstarter, the 
 build: ## Build the controller binary into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/exporterset-controller ./cmd/exporterset-controller
 
+# The controller image, built by hack/image (its own Go module) with go-containerregistry: no
+# container engine, no base image. IMAGE is the name without tag; the tag is IMAGE_VERSION
+# (default: git describe). bin/image/oci is an OCI layout of one linux/amd64 + linux/arm64
+# index; bin/image/exporterset-controller-linux-<arch>.tar are docker archives for `docker load`.
+IMAGE ?= ghcr.io/exporterset/exporterset-controller
+IMAGE_VERSION ?=
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_DIR ?= $(LOCALBIN)/image
+
+.PHONY: image
+image: ## Build the controller image (linux/amd64 + arm64, no container engine) into bin/image, then verify it.
+	go -C hack/image run . build --root $(CURDIR) --out $(IMAGE_DIR) --name $(IMAGE) --platforms $(IMAGE_PLATFORMS) $(if $(IMAGE_VERSION),--version $(IMAGE_VERSION))
+	@$(MAKE) --no-print-directory image-verify
+
+.PHONY: image-verify
+image-verify: ## Check bin/image by reading it back: user, entrypoint, platforms, labels, no shell, `version` runs.
+	go -C hack/image run . verify --layout $(IMAGE_DIR)/oci --platforms $(IMAGE_PLATFORMS) $(if $(IMAGE_VERSION),--version $(IMAGE_VERSION))
+
+.PHONY: image-test
+image-test: ## go vet and the tests of the image builder and its checker (hack/image, its own module).
+	go -C hack/image vet ./...
+	go -C hack/image test $(GO_TEST_FLAGS) ./...
+
 .PHONY: check-prod-deps
 check-prod-deps: ## Fail when the production binary links test machinery (envtest, testenv, jumpsim, ...).
 	@hack/check-prod-deps.sh
