@@ -92,7 +92,9 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 	for _, in := range instances {
 		uid := in.Exporter.UID
 		present[uid] = true
-		if in.Ready() && in.Problem == nil && !s.everReady[uid] {
+		// Retiring instances are not diagnosed (no Problem) and may still be registered;
+		// one whose failure was counted is no proof the spec works.
+		if in.Ready() && in.Problem == nil && !in.Retiring() && !in.Deleting() && !s.counted[uid] && !s.everReady[uid] {
 			s.everReady[uid] = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}

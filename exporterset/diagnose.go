@@ -54,7 +54,7 @@ func (d diagnosis) diagnose(in *Instance) *Problem {
 	if pod == nil {
 		return nil // not started: waiting for credentials or a consumer, reported elsewhere
 	}
-	pr := podProblem(pod)
+	pr := podProblem(pod, d.now)
 	if pr == nil && pod.Status.Phase == corev1.PodRunning && !in.Ready() {
 		if since := runningSince(pod); !since.IsZero() && d.now.Sub(since) >= d.registrationGrace {
 			pr = &Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: notRegisteringMessage(in.Exporter, d.now.Sub(since))}
@@ -108,7 +108,7 @@ func currentPod(in *Instance) *corev1.Pod {
 
 // podProblem reads a failure from Pod status alone, most decisive first: a terminal or lost
 // Pod, then scheduling, then the containers.
-func podProblem(pod *corev1.Pod) *Problem {
+func podProblem(pod *corev1.Pod, now time.Time) *Problem {
 	switch pod.Status.Phase {
 	case corev1.PodFailed:
 		if pod.Status.Reason == "Evicted" {
@@ -135,6 +135,11 @@ func podProblem(pod *corev1.Pod) *Problem {
 			// Under restartPolicy Never a failed container stays so while the others run:
 			// the Pod is Running, its target dead.
 			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(cs.State.Terminated), Replace: true}
+		case w == nil && recentCrash(cs, now):
+			// Between two crashes a crash-looping container runs for a moment: it is no
+			// healthier than during its back-off.
+			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs),
+				Message: fmt.Sprintf("restarted %d times; last exit: %s", cs.RestartCount, terminationText(cs.LastTerminationState.Terminated)), Replace: true}
 		case w == nil:
 		case pullFailures[w.Reason]:
 			return &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
@@ -159,6 +164,17 @@ func terminatedProblem(pod *corev1.Pod) *Problem {
 		}
 	}
 	return nil
+}
+
+// crashMemory is how long a container's last crash counts: the kubelet forgets a container's
+// restart back-off once it has run for 10 minutes (twice the 5-minute cap).
+const crashMemory = 10 * time.Minute
+
+// recentCrash reports a restarted container whose last run ended in an error within
+// crashMemory.
+func recentCrash(cs corev1.ContainerStatus, now time.Time) bool {
+	t := cs.LastTerminationState.Terminated
+	return cs.RestartCount > 0 && t != nil && t.ExitCode != 0 && now.Sub(t.FinishedAt.Time) < crashMemory
 }
 
 func terminationText(t *corev1.ContainerStateTerminated) string {

@@ -75,6 +75,32 @@ func TestDiagnose(t *testing.T) {
 				Message: "CrashLoopBackOff after 3 restarts; last exit: exit code 137 (OOMKilled): back-off 20s restarting failed container", Replace: true},
 		},
 		{
+			name: "a crash-looping sidecar between two crashes: running again, still crashing",
+			in: instance("a", online, registered, podStatus(corev1.PodStatus{Phase: corev1.PodRunning,
+				InitContainerStatuses: []corev1.ContainerStatus{func() corev1.ContainerStatus {
+					cs := runningAt("target-runtime", time.Minute)
+					cs.RestartCount = 2
+					cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", FinishedAt: metav1.NewTime(epoch.Add(time.Minute))}
+					return cs
+				}()},
+				ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
+				Message: "restarted 2 times; last exit: exit code 1 (Error)", Replace: true},
+		},
+		{
+			name: "a container that crashed long ago and has run since is healthy",
+			in: instance("a", online, registered, podStatus(corev1.PodStatus{Phase: corev1.PodRunning,
+				InitContainerStatuses: []corev1.ContainerStatus{func() corev1.ContainerStatus {
+					cs := runningAt("target-runtime", 0)
+					cs.RestartCount = 1
+					cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: metav1.NewTime(epoch)}
+					return cs
+				}()},
+				ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})),
+			at:   10 * time.Minute,
+			want: nil,
+		},
+		{
 			name: "exporter terminated with an error: Pod Failed",
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "exporter", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}}}}})),
@@ -185,6 +211,13 @@ func TestFailureBackoff(t *testing.T) {
 	if b = m.observe("ns/s", "v2", now, []*Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
 		t.Errorf("after an instance became ready: %+v", b)
 	}
+	// A failed instance on its way out (retiring: not diagnosed, still registered) is no
+	// proof that the spec works.
+	m.observe("ns/s", "v2", now, []*Instance{crashing("r")}, base, limit)
+	if b = m.observe("ns/s", "v2", now, []*Instance{instance("r", ready, retiring)}, base, limit); b.Failures != 1 {
+		t.Errorf("a retiring failed instance reset the backoff: %+v", b)
+	}
+	m.observe("ns/s", "v2", now, []*Instance{instance("q", ready)}, base, limit)
 	// An instance that was ready and then fails (evicted after serving) is no start failure.
 	m.observe("ns/s", "v2", now, []*Instance{instance("z", ready)}, base, limit)
 	evicted := instance("z", func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true} })

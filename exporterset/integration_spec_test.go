@@ -104,7 +104,8 @@ func TestCABundleMissingIsACondition(t *testing.T) {
 		}
 		return fmt.Sprintf("Waiting events: %q", w.eventNotes("pool", exporterset.EventWaiting))
 	})
-	w.create(configMap("custom-ca", map[string]string{"bundle.pem": "pem"}))
+	// A PEM block: the simulated exporter, like the real one, cannot use a CA that is none.
+	w.create(configMap("custom-ca", map[string]string{"bundle.pem": "-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"}))
 	w.waitStatus("pool", 30*time.Second, "ready once the CA exists", func(s vtv1alpha1.ExporterSetStatus) bool {
 		r, _ := degraded(s)
 		return s.ReadyReplicas == 1 && r == ""
