@@ -22,8 +22,12 @@ import (
 // hand, against the real API server (no controller running, so nothing repairs it), and the
 // checker must say so.
 
-// selfTestCeiling makes the ceiling invariants fire fast.
-var selfTestCeiling = CeilingOptions{Confirm: 300 * time.Millisecond, Recent: 300 * time.Millisecond, StayGrace: time.Second}
+// selfTestCeiling makes the ceiling invariants and the live Available check fire fast.
+var selfTestCeiling = func() CeilingOptions {
+	o := DefaultCeilingOptions()
+	o.Confirm, o.Recent, o.StayGrace, o.AvailableGrace = 300*time.Millisecond, 300*time.Millisecond, time.Second, time.Second
+	return o
+}()
 
 type bench struct {
 	t       *testing.T
