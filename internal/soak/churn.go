@@ -114,17 +114,18 @@ func countSince(ts []time.Time, from time.Time) int {
 	return n
 }
 
-// check judges the set at now; it returns a violation's detail, "" when none.
-func (t *churnTracker) check(now time.Time, set string, o CeilingOptions) string {
+// check judges the set at now; it returns a violation's detail, "" when none, and the
+// creations counted and the bound (0, 0 when the set is not judged).
+func (t *churnTracker) check(now time.Time, set string, o CeilingOptions) (detail string, created, bound int64) {
 	t.trim(now, o.ChurnWindow+o.ResetSlack)
 	if t.failingSince.IsZero() || t.reported {
-		return ""
+		return "", 0, 0
 	}
 	from := t.failingSince
 	if now.Sub(from) > o.ChurnWindow {
 		from = now.Add(-o.ChurnWindow)
 	}
-	created := countSince(t.creations, from)
+	created = int64(countSince(t.creations, from))
 	// Resets and disruptions shortly before the window still shape it.
 	disruptions := countSince(t.disruptions, from.Add(-o.ResetSlack))
 	var resets []time.Time
@@ -135,10 +136,10 @@ func (t *churnTracker) check(now time.Time, set string, o CeilingOptions) string
 	}
 	batch := t.batchSince(from)
 	bound, tries := churnBound(from, now, resets, batch, disruptions, o)
-	if int64(created) <= bound {
-		return ""
+	if created <= bound {
+		return "", created, bound
 	}
 	t.reported = true
 	return fmt.Sprintf("set %s created %d instances in the %s since %s while failing; its backoff (base %s, cap %s) allows %d: %d attempts of at most %d (%d resets), one batch of slack and %d disruptions",
-		set, created, now.Sub(from).Round(time.Millisecond), from.Format("15:04:05.000"), o.BackoffBase, o.BackoffCap, bound, tries, batch, len(resets), disruptions)
+		set, created, now.Sub(from).Round(time.Millisecond), from.Format("15:04:05.000"), o.BackoffBase, o.BackoffCap, bound, tries, batch, len(resets), disruptions), created, bound
 }

@@ -11,19 +11,45 @@
 // 500 ([Faults]), makes the fake provisioner fail, and kills (SIGKILL) the process of a real
 // provisioner plugin (examples/container-provisioner) that one set runs on.
 //
+// It also makes the simulated kubelet, scheduler and Jumpstarter controller fail as real ones
+// do (failure_actions.go), each fault for a few seconds and then cleared, so that the walk
+// keeps exercising normal behaviour: pulls of a set's exporter or runtime image fail
+// (ImagePullBackOff; past the classes' short startupDeadline the instances are replaced);
+// a set's runtime or exporter crashes, at once or after a few seconds (the native-sidecar
+// runtime of the class with {"sidecar": true} crash-loops, a regular container terminates
+// with Error or OOMKilled); the node loses the KVM devices one class requests, gets a
+// NoSchedule taint, or is lost (Pods Unknown); a Pod is evicted; an exporter cannot
+// register; Pods start and exporters register slowly. Each set has its own images (class
+// spec.images), so an image fault hits one set. The run counts the failure events injected,
+// by kind, and the Degraded reasons the controller reported, and its summary states both.
+// The soak's reconciler backs off failures from 2s doubling to 20s (instead of 5m), so that
+// a set repaired at the end of the walk tries again within the settle time.
+//
 // The [Checker] judges, on every watch event:
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
 //   - no Exporter is deleted unless it was retiring or its exporter had exited;
+//   - a status saying Available=True for the set's generation agrees with the counters
+//     written beside it: availableReplicas >= minAvailableReplicas, readyReplicas >=
+//     minReplicas, and no failing instance when none is available (WaitForFirstConsumer:
+//     at least minAvailableReplicas instances, as the reconciler counts them);
 //
 // and a few times a second:
 //   - the instances not being recycled never exceed maxReplicas (beyond leased or
 //     hand-disabled ones, which cannot be retired), and a set never stays above maxReplicas
-//     for long except while it cannot act (class gone, controller down...).
+//     for long except while it cannot act (class gone, controller down, node fault...);
+//   - a status does not keep saying Available=True for longer than a grace while the
+//     objects, recomputed with the checker's own diagnosis of Pod failures, show the buffer
+//     or the floor broken (the grace absorbs the watches' lag and the controller's pass);
+//   - while the walk keeps a set failing (an image or crash fault of its own, the walk's
+//     record), it creates no more instances per minute than its failure backoff allows:
+//     the attempts the backoff permits between the resets the reconciler makes (spec or
+//     class changes, restarts, an instance becoming ready, node faults), times the largest
+//     batch (maxReplicas), plus one batch and one instance per disruption of slack.
 //
-// After the walk every fault is turned off and, within a bounded time, the status of every
-// set must equal a recomputation from the objects, the warm buffer and the floor must be met
-// where the ceiling allows, nothing may still be recycling, and no Pod, Secret or Exporter
+// After the walk every fault is turned off (the simulator's failures included) and, within a
+// bounded time, the status of every set must equal a recomputation from the objects, the
+// warm buffer and the floor must be met where the ceiling allows, nothing may still be recycling, and no Pod, Secret or Exporter
 // may be orphaned ([Checker.Final]).
 //
 // Run it with `make soak` (SOAK_DURATION, default 2m, split between seed 1 and a random seed;

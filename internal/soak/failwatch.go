@@ -29,6 +29,8 @@ type failureWatch struct {
 	reasons  map[string]int    // Degraded reasons newly reported, by reason
 	wffc     int               // statuses wffcLeasedCounted flagged
 	judged   int               // statuses judged Available=True
+	// worstCreated/worstBound is the churn window closest to its bound, for the summary.
+	worstCreated, worstBound int64
 }
 
 func newFailureWatch() *failureWatch {
@@ -99,9 +101,10 @@ func (f *failureWatch) note(set string, do func(*churnTracker, time.Time)) {
 }
 
 // FailureStats returns the Degraded reasons the controller newly reported, by reason, how
-// many statuses said Available=True, and how many of those the documented WaitForFirstConsumer
-// rule would have refused (see judgeAvailableStatus).
-func (c *Checker) FailureStats() (reasons map[string]int, judged, wffcLeased int) {
+// many statuses said Available=True, how many of those the documented WaitForFirstConsumer
+// rule would have refused (see judgeAvailableStatus), and the churn window that came
+// closest to its bound (instances created, bound).
+func (c *Checker) FailureStats() (reasons map[string]int, judged, wffcLeased int, worstCreated, worstBound int64) {
 	f := c.fw
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,7 +112,7 @@ func (c *Checker) FailureStats() (reasons map[string]int, judged, wffcLeased int
 	for r, n := range f.reasons {
 		out[r] = n
 	}
-	return out, f.judged, f.wffc
+	return out, f.judged, f.wffc, f.worstCreated, f.worstBound
 }
 
 // watchFailures adds the failure invariants' handlers to the checker's informers.
@@ -273,8 +276,12 @@ func (c *Checker) checkFailures(ctx context.Context, now time.Time) error {
 		if d := at.check(now, set.Name, shortfall, excused, c.opts.AvailableGrace); d != "" {
 			broken = append(broken, found{InvAvailableLive, set.Name, d})
 		}
-		if d := f.tracker(set.Name).check(now, set.Name, c.opts); d != "" {
+		d, created, bound := f.tracker(set.Name).check(now, set.Name, c.opts)
+		if d != "" {
 			broken = append(broken, found{InvChurn, set.Name, d})
+		}
+		if bound > 0 && (f.worstBound == 0 || created*f.worstBound > f.worstCreated*bound) {
+			f.worstCreated, f.worstBound = created, bound
 		}
 		f.mu.Unlock()
 	}

@@ -63,6 +63,8 @@ type Result struct {
 	// AvailableJudged counts the statuses saying Available=True that the checker judged;
 	// WFFCLeased those of them a stricter reading of the WaitForFirstConsumer rule refuses.
 	AvailableJudged, WFFCLeased int
+	// ChurnWorst is the failing window closest to its churn bound: instances created, bound.
+	ChurnWorst [2]int64
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -84,9 +86,9 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], verdict)
 }
 
 // FailureSummary says how many failure events the run injected, by kind, and which failure
@@ -229,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Restarts = w.ctrl.restarts()
 	res.Deletions, res.Evaluations = w.checker.Stats()
 	res.FailureEvents, _ = walk.FailureEvents()
-	res.Reported, res.AvailableJudged, res.WFFCLeased = w.checker.FailureStats()
+	res.Reported, res.AvailableJudged, res.WFFCLeased, res.ChurnWorst[0], res.ChurnWorst[1] = w.checker.FailureStats()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)
