@@ -54,6 +54,9 @@ func (r *Reconciler) conditions(p *pass) []metav1.Condition {
 		out = append(out, cond(vtv1alpha1.ConditionProgressing, false, p.blocked.reason, "blocked: %s", p.blocked.message))
 	case pl.BackingOff:
 		out = append(out, cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonBackingOff, "%s", bo.message(p.now)))
+	case pl.Outdated > 0:
+		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonRollingInstances,
+			"rolling to the new spec: %d idle instances of an older spec left, each retired once a new one is available in its place; creating %d", pl.Outdated, pl.Create))
 	case pl.Create > 0:
 		out = append(out, cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonCreatingInstances, "creating %d instances (want %d)", pl.Create, pl.Wanted))
 	case len(pl.Retire) > 0 || len(pl.Remove) > 0:

@@ -60,6 +60,9 @@ type Plan struct {
 	// Replace are the instances among Retire that are retired because they fail (their
 	// Problem says so), not because the pool is too large or outdated.
 	Replace []*Instance
+	// Outdated counts the unleased instances of an older spec still in the pool (a roll is
+	// under way while it is above 0).
+	Outdated int32
 	// Held is how many creates the failure backoff holds back (Create is 0 then).
 	Held int32
 	// BackingOff is true while the failure backoff holds creates and Pod starts.
@@ -78,8 +81,8 @@ type Plan struct {
 // BackoffUntil is ahead, nothing new is created or started.
 func PlanScale(in PlanInput) Plan {
 	var p Plan
-	var busy, occupied int32
-	var warm, leasedLive []*Instance
+	var busy, occupied, retiring int32
+	var warm, leasedLive, old []*Instance
 	for _, i := range in.Instances {
 		if i.Deleting() {
 			continue
@@ -89,6 +92,7 @@ func PlanScale(in PlanInput) Plan {
 		case i.Retiring():
 			if !leased {
 				p.Remove = append(p.Remove, i)
+				retiring++
 			} else {
 				occupied++ // a lease raced the retirement: it stays until the lease ends
 			}
@@ -105,7 +109,8 @@ func PlanScale(in PlanInput) Plan {
 			}
 			continue
 		case i.SpecHash() != in.SpecHash && !leased:
-			p.Retire = append(p.Retire, i) // rolled to the new spec once idle
+			old = append(old, i) // rolled to the new spec once idle, by surge (roll.go)
+			occupied++
 			continue
 		case !leased && i.Problem != nil && i.Problem.Replace && !i.Terminal() && !i.Failed():
 			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
@@ -133,6 +138,16 @@ func PlanScale(in PlanInput) Plan {
 		p.Limited = true
 	}
 	live := busy + int32(len(warm)) + in.Expected
+	room := int32(1 << 30)
+	if in.MaxReplicas > 0 {
+		room = in.MaxReplicas - occupied - in.Expected
+	}
+	holding := retiring > 0 || in.Now.Before(in.BackoffUntil)
+	rolled := rollOutdated(in, old, warm, max(0, capped-live), room, busy, holding)
+	p.Retire = append(p.Retire, rolled...)
+	p.Outdated = int32(len(old))
+	occupied -= int32(len(rolled))
+	old = without(old, rolled)
 	if live < capped {
 		p.Create = capped - live
 		if in.MaxReplicas > 0 {
@@ -148,6 +163,10 @@ func PlanScale(in PlanInput) Plan {
 		excess = max(0, occupied+in.Expected-in.MaxReplicas)
 	}
 	surplus := max(0, int32(len(warm))+in.Expected-max(0, capped-busy))
+	if n := min(excess, int32(len(old))); n > 0 {
+		p.Retire = append(p.Retire, old[:n]...) // over the ceiling: the outdated go first
+		excess -= n
+	}
 	if excess > 0 {
 		n := min(excess, int32(len(warm)))
 		p.Retire = append(p.Retire, warm[:n]...)

@@ -143,9 +143,39 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Remove: []string{"a"}},
 		},
 		{
-			name: "rolling: outdated idle instances are retired and replaced, leased ones wait",
+			name: "rolling by surge: the new instance first, the outdated idle one stays, the leased one waits",
 			in:   input(0, 4, 2, instance("old-idle", ready, hash("h0")), instance("old-busy", ready, hash("h0"), leased("l")), instance("new", ready)),
-			want: planSummary{Wanted: 3, Create: 1, Retire: []string{"old-idle"}},
+			want: planSummary{Wanted: 3, Create: 1},
+		},
+		{
+			name: "rolling: an outdated instance steps down once a new one is available in its place",
+			in:   input(0, 4, 2, instance("old", ready, hash("h0")), instance("new1", ready), instance("new2", ready)),
+			want: planSummary{Wanted: 2, Retire: []string{"old"}},
+		},
+		{
+			name: "rolling: an outdated instance that serves nobody goes at once",
+			in:   input(0, 4, 1, instance("old", hash("h0"), pod(corev1.PodPending))),
+			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"old"}},
+		},
+		{
+			name: "rolling at the ceiling: one at a time",
+			in:   input(0, 2, 2, instance("old1", ready, hash("h0"), createdAt(time.Second)), instance("old2", ready, hash("h0"))),
+			want: planSummary{Wanted: 2, Create: 1, Retire: []string{"old1"}},
+		},
+		{
+			name: "rolling at the ceiling: the replacement is not available yet, wait",
+			in:   input(0, 2, 2, instance("old1", ready, hash("h0")), instance("new", pod(corev1.PodPending))),
+			want: planSummary{Wanted: 2},
+		},
+		{
+			name: "rolling at the ceiling: a retirement in flight, wait",
+			in:   input(0, 2, 2, instance("old1", ready, hash("h0")), instance("old2", retiring)),
+			want: planSummary{Wanted: 2, Remove: []string{"old2"}, Create: 1},
+		},
+		{
+			name: "rolling: a lowered ceiling retires the outdated first",
+			in:   input(0, 1, 1, instance("old", ready, hash("h0")), instance("new", ready)),
+			want: planSummary{Wanted: 1, Retire: []string{"old"}},
 		},
 		{
 			name: "deleting instances are ignored",

@@ -30,7 +30,7 @@ type failureSummary struct {
 	Example string
 	Problem *Problem
 	// Count is how many instances fail with Reason, Failing how many fail at all, Total
-	// how many instances the pool has.
+	// how many instances the pool has (not counting those being retired or deleted).
 	Count, Failing, Total int
 	// Others counts the instances per other reason.
 	Others map[string]int
@@ -41,9 +41,13 @@ type failureSummary struct {
 
 // summarizeFailures groups the instances' problems. It is pure.
 func summarizeFailures(instances []*Instance) failureSummary {
-	s := failureSummary{Total: len(instances)}
+	var s failureSummary
 	by := map[string][]*Instance{}
 	for _, in := range instances {
+		if in.Deleting() || in.Retiring() {
+			continue // on their way out: not part of the pool any more
+		}
+		s.Total++
 		if in.Ready() && in.Problem == nil {
 			s.Serving++
 		}
