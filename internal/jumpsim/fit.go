@@ -91,6 +91,11 @@ func (n *simNode) observeLocked(pod *corev1.Pod) bool {
 		a.add(key, podUsage{uid: pod.UID, req: podRequests(pod)})
 		return freed
 	}
+	if pod.Spec.NodeName == "" && !isTerminal(pod) {
+		// Reserved and being bound, the cache not showing the binding yet: keep counting
+		// it, or another Pod could take its place meanwhile.
+		return false
+	}
 	if u, ok := a.bound[key]; ok && u.uid == pod.UID {
 		return a.remove(key)
 	}
