@@ -85,12 +85,14 @@ type VirtualTargetClassSpec struct {
 	// +optional
 	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
 
-	// StartupDeadline is how long an instance may take from creation (or, under InPlaceReuse,
-	// from its Pod's restart) to ready: online and registered with Jumpstarter. An unleased
+	// StartupDeadline is how long an instance may take from its Pod's creation (its first
+	// start, or a restart under InPlaceReuse or WaitForFirstConsumer's first consumer) to
+	// ready: online and registered with Jumpstarter, its target not failing. An unleased
 	// instance that is not ready by then counts as failed and is replaced, subject to the
-	// set's failure backoff. The default of 10m leaves room for QEMU guests booting real
+	// set's failure backoff. Unset means 10m, which leaves room for QEMU guests booting real
 	// images and for image pulls; a pull or scheduling failure is reported at once either way.
-	// +kubebuilder:default="10m"
+	// (The default is applied by the controller, not the schema: upstream's class has no such
+	// field, and a server-side default would make our defaulted objects differ from theirs.)
 	// +optional
 	StartupDeadline *metav1.Duration `json:"startupDeadline,omitempty"`
 }
