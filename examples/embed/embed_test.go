@@ -50,7 +50,7 @@ func TestEmbedExample(t *testing.T) {
 	defer func() { _ = sim.Stop() }()
 	c := env.Client
 	for _, obj := range []client.Object{
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: ns}, Data: map[string]string{exporterset.DefaultCAKey: "pem"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: exporterset.DefaultCAConfigMap, Namespace: ns}, Data: map[string]string{exporterset.DefaultCAKey: "-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"}},
 		&vtv1alpha1.VirtualTargetClass{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: ns}, Spec: vtv1alpha1.VirtualTargetClassSpec{Provisioner: "echo.example.dev"}},
 		&vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: ns}, Spec: vtv1alpha1.ExporterSetSpec{
 			VirtualTargetClassName: "echo", MinReplicas: 2, MaxReplicas: ptr.To[int32](3),
