@@ -36,6 +36,9 @@ const (
 	EventInvalidSpec = "InvalidSpec"
 	// EventProvisionerError: the provisioner failed.
 	EventProvisionerError = "ProvisionerError"
+	// EventDriverWarning: the provisioner warns about the input without refusing it (e.g. a
+	// driver type it does not check); one event per warning and version of the set and class.
+	EventDriverWarning = "DriverWarning"
 	// EventWaiting: the set waits for something a person must provide (CA bundle, credentials).
 	EventWaiting = "Waiting"
 )

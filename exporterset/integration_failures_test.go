@@ -303,3 +303,20 @@ func TestEvictionAndNodeLossKeepLeases(t *testing.T) {
 	}
 	w.waitHealthy("pool", 1, 30*time.Second)
 }
+
+// A provisioner warning (e.g. a driver type it does not check) is one Warning event per
+// version of the set, and never blocks the pool.
+func TestProvisionerWarningIsAnEventNotABlock(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"warn":"driver type \"jumpstarter_driver_x.X\" is not checked"}`)}
+	})
+	w.controller(env.Config)
+	w.set("pool", 0, 2, 1)
+	w.waitHealthy("pool", 1, 30*time.Second)
+	time.Sleep(time.Second) // more passes: still one event
+	notes := w.eventNotes("pool", exporterset.EventDriverWarning)
+	if len(notes) != 1 || !strings.Contains(notes[0], `spec.parameters.warn: driver type "jumpstarter_driver_x.X" is not checked`) {
+		t.Errorf("DriverWarning events %q, want one naming the field", notes)
+	}
+}

@@ -311,8 +311,26 @@ func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Req
 	if err == nil || provisioner.IsInvalid(err) {
 		want.err = err
 		r.validated.Store(key, want)
+		r.warn(ctx, p, req) // once per verdict, like the verdict itself
 	}
 	return err
+}
+
+// warn records a Warning event per provisioner warning (provisioner.WarningValidator). A
+// warning never blocks the set; failing to get them is only logged.
+func (r *Reconciler) warn(ctx context.Context, p *pass, req *provisioner.Request) {
+	wv, ok := p.prov.(provisioner.WarningValidator)
+	if !ok {
+		return
+	}
+	warnings, err := wv.Warnings(ctx, req)
+	if err != nil {
+		logf.FromContext(ctx).Info("provisioner warnings unavailable", "error", err.Error())
+		return
+	}
+	for _, w := range warnings {
+		r.recorder.Eventf(p.set, nil, "Warning", EventDriverWarning, "Validate", "%s", w.String())
+	}
 }
 
 func (r *Reconciler) describe(ctx context.Context, name string, prov provisioner.Provisioner) (provisioner.Description, error) {

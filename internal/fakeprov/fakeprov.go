@@ -20,7 +20,8 @@ import (
 const Name = "fake.jumpstarter.dev"
 
 // Fake is a recording provisioner. Parameters it understands: {"invalid": "<message>"} makes
-// Validate fail with a field error at parameters.invalid; {"sidecar": true} renders the
+// Validate fail with a field error at parameters.invalid; {"warn": "<message>"} makes
+// Warnings return one warning at parameters.warn; {"sidecar": true} renders the
 // runtime as a native sidecar (an init container with restartPolicy Always), as the QEMU
 // provisioner does, so a crashing runtime crash-loops instead of failing the Pod; anything
 // else is accepted.
@@ -30,7 +31,27 @@ type Fake struct {
 	fail  map[string]error // method -> error returned by its next calls until cleared
 }
 
-var _ provisioner.Provisioner = (*Fake)(nil)
+var (
+	_ provisioner.Provisioner      = (*Fake)(nil)
+	_ provisioner.WarningValidator = (*Fake)(nil)
+)
+
+// Warnings returns a warning at parameters.warn when that parameter is set.
+func (f *Fake) Warnings(_ context.Context, req *provisioner.Request) ([]provisioner.Warning, error) {
+	if err := f.record("Warnings"); err != nil {
+		return nil, err
+	}
+	var params struct {
+		Warn string `json:"warn"`
+	}
+	if len(req.Parameters) > 0 {
+		_ = json.Unmarshal(req.Parameters, &params)
+	}
+	if params.Warn == "" {
+		return nil, nil
+	}
+	return []provisioner.Warning{{Field: "spec.parameters.warn", Message: params.Warn}}, nil
+}
 
 // New returns a Fake.
 func New() *Fake { return &Fake{calls: map[string]int{}, fail: map[string]error{}} }
