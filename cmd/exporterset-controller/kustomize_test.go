@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/exporterset/exporterset/internal/testenv"
 )
@@ -38,6 +40,7 @@ func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+	image := defaultImage(t, filepath.Join(root, "config", "default", "kustomization.yaml"))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	kinds := map[string]int{}
 	for {
@@ -52,6 +55,15 @@ func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
 			continue
 		}
 		kinds[u.GetKind()]++
+		if u.GetKind() == "Deployment" {
+			// The image is the one config/default's `images:` names: a user overrides it there.
+			containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				if got := c.(map[string]any)["image"]; got != image {
+					t.Errorf("Deployment %s runs image %v, want %s from config/default's images", u.GetName(), got, image)
+				}
+			}
+		}
 		if u.GetKind() == "Namespace" {
 			// Dry-run would not create it, and the namespaced objects need it.
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: u.GetName()}}
@@ -69,4 +81,26 @@ func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
 			t.Errorf("config/default renders no %s (got %v)", want, kinds)
 		}
 	}
+}
+
+// defaultImage is the newName:newTag of the `controller` entry of a kustomization's images.
+func defaultImage(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Images []struct{ Name, NewName, NewTag string } `json:"images"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range k.Images {
+		if i.Name == "controller" && i.NewName != "" && i.NewTag != "" {
+			return i.NewName + ":" + i.NewTag
+		}
+	}
+	t.Fatalf("%s sets no newName and newTag for image controller", path)
+	return ""
 }
