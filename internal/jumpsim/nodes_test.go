@@ -141,10 +141,10 @@ func TestLoseAndRestoreNode(t *testing.T) {
 	sim, ns := startSim(t, WithNodeName(nodeName), WithOnlineTimeout(time.Second))
 	ctx := testCtx(t)
 	ex := startExporter(t, sim, ns, "far", nil, false)
+	lost := time.Now() // LoseNode takes its own time inside, after this
 	if err := sim.LoseNode(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lost := time.Now()
 	pod := waitPod(t, ns, "far", 10*time.Second, func(p *corev1.Pod) error {
 		if p.Status.Phase != corev1.PodUnknown {
 			return fmt.Errorf("phase %s", p.Status.Phase)
