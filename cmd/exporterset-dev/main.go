@@ -67,10 +67,21 @@ func selfCommand(args ...string) string {
 	return strings.Join(parts, " ")
 }
 
-// underGoRun tells whether exe is a `go run` build: <tmp>/go-build<N>/b001/exe/<name>.
+// underGoRun tells whether exe is a `go run` build: <tmp>/go-build<N>/b001/exe/<name>, or
+// (Go 1.24 on) an executable kept in the build cache, <GOCACHE>/<xx>/<xx...>-d/<name>, which
+// the cache may trim at any time.
 func underGoRun(exe string) bool {
 	dir := filepath.Dir(exe)
-	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
+	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
+		return true
+	}
+	id, ok := strings.CutSuffix(filepath.Base(dir), "-d")
+	shard := filepath.Base(filepath.Dir(dir))
+	return ok && len(id) >= 32 && isHex(id) && len(shard) == 2 && isHex(shard) && strings.HasPrefix(id, shard)
+}
+
+func isHex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // stateDirArgs is the --state-dir a later command needs to find this environment: none for
