@@ -47,8 +47,8 @@ func newFailureState() *failureState {
 	return &failureState{pulls: map[string][]string{}, crashes: map[string][]string{}, unreg: map[string]bool{}, counts: map[string]int{}}
 }
 
-// failureCatalogue lists the failure actions and their weights: together about a sixth of
-// the walk's steps, each fault lasting seconds.
+// failureCatalogue lists the failure actions and their weights: together about one step in
+// seven, each fault lasting seconds.
 func (wk *Walk) failureCatalogue() []action {
 	return []action{
 		{"image-pull-fault", 2, wk.imagePullFault},
