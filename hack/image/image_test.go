@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -171,6 +172,16 @@ func TestGoodImagePasses(t *testing.T) {
 	archives, err := writeArchives(t.TempDir(), idx, ref)
 	if err != nil || len(archives) != 2 {
 		t.Fatalf("archives %v: %v", archives, err)
+	}
+	// Each archive holds its platform's image, under the tag, as `docker load` reads it.
+	for i, p := range []v1.Platform{amd64, arm64} {
+		img, err := tarball.ImageFromPath(archives[i], &ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := verifyImage(img, p, want); len(errs) > 0 {
+			t.Errorf("%s: %v", archives[i], errs)
+		}
 	}
 }
 
