@@ -108,7 +108,7 @@ func availableCondition(p *pass, cond condFunc, failing bool) metav1.Condition {
 			reason, msg := why()
 			return cond(vtv1alpha1.ConditionAvailable, false, reason, "%s", msg)
 		}
-		return cond(vtv1alpha1.ConditionAvailable, c.Replicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
+		return cond(vtv1alpha1.ConditionAvailable, c.Replicas-c.LeasedReplicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
 			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas)
 	case c.AvailableReplicas >= spec.MinAvailableReplicas && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing):
 		return cond(vtv1alpha1.ConditionAvailable, true, vtv1alpha1.ReasonWarmBufferMet,

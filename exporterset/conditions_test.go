@@ -73,6 +73,8 @@ func TestAvailableTruthTable(t *testing.T) {
 			p.credMissing = []string{"credential Secret x-token of x not found"}
 		}, wantReason: vtv1alpha1.ReasonCredentialsMissing},
 		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
+		{name: "WaitForFirstConsumer: leased instances wait for no consumer", p: conditionPass(0, 1, wffc, instance("a", ready, leased("l"))),
+			wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
 		{name: "WaitForFirstConsumer: failing instances", p: conditionPass(0, 1, wffc, instance("a"), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
 			wantReason: vtv1alpha1.ReasonImagePullFailed},
 		{name: "WaitForFirstConsumer: blocked", p: conditionPass(0, 0, wffc), edit: func(p *pass) {

@@ -46,11 +46,8 @@ func availableTrue(set *vtv1alpha1.ExporterSet) *metav1.Condition {
 // while idle: the set must have at least minAvailableReplicas instances, and the empty-pool
 // rule holds as well.
 //
-// NOTE (reported, not fixed here): the API doc says a WaitForFirstConsumer set must have
-// minAvailableReplicas instances "waiting for a consumer", but the reconciler counts every
-// instance, leased ones included (replicas, not replicas - leasedReplicas). This check
-// follows the reconciler's reading so that the soak stays green; wffcLeasedCounted (below)
-// counts how often the stricter, documented reading would have failed.
+// The WaitForFirstConsumer count is of unleased instances (replicas - leasedReplicas), as
+// the API doc says; the reconciler once counted leased ones too, which the soak found.
 func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 	c := availableTrue(set)
 	if c == nil {
@@ -62,8 +59,8 @@ func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 		return base + fmt.Sprintf("no instance is available and %d are failing", st.FailingReplicas)
 	}
 	if c.Reason == vtv1alpha1.ReasonWaitForFirstConsumer {
-		if st.Replicas < spec.MinAvailableReplicas {
-			return base + fmt.Sprintf("the WaitForFirstConsumer set has %d instances, minAvailableReplicas %d", st.Replicas, spec.MinAvailableReplicas)
+		if st.Replicas-st.LeasedReplicas < spec.MinAvailableReplicas {
+			return base + fmt.Sprintf("the WaitForFirstConsumer set has %d unleased instances, minAvailableReplicas %d", st.Replicas-st.LeasedReplicas, spec.MinAvailableReplicas)
 		}
 		return ""
 	}
@@ -77,8 +74,8 @@ func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 }
 
 // wffcLeasedCounted reports a WaitForFirstConsumer status that says Available=True with
-// fewer unleased instances than minAvailableReplicas: allowed by the reconciler, not by the
-// documented rule (see judgeAvailableStatus).
+// fewer unleased instances than minAvailableReplicas (now also a violation of
+// judgeAvailableStatus; counted apart so the summary shows the old bug stays gone).
 func wffcLeasedCounted(set *vtv1alpha1.ExporterSet) bool {
 	c := availableTrue(set)
 	return c != nil && c.Reason == vtv1alpha1.ReasonWaitForFirstConsumer &&

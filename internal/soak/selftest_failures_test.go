@@ -40,6 +40,7 @@ func TestJudgeAvailableStatus(t *testing.T) {
 		{"an older generation is not judged", met, 0, vtv1alpha1.ExporterSetStatus{Replicas: 3}, false},
 		{"WaitForFirstConsumer with enough instances", wffc, 1, vtv1alpha1.ExporterSetStatus{Replicas: 2}, false},
 		{"WaitForFirstConsumer short", wffc, 1, vtv1alpha1.ExporterSetStatus{Replicas: 1}, true},
+		{"WaitForFirstConsumer short of unleased instances", wffc, 1, vtv1alpha1.ExporterSetStatus{Replicas: 2, LeasedReplicas: 2}, true},
 		{"WaitForFirstConsumer failing", wffc, 1, vtv1alpha1.ExporterSetStatus{Replicas: 2, FailingReplicas: 1}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
