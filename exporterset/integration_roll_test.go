@@ -19,6 +19,18 @@ func jumpsim500msStart() []jumpsim.Option {
 	return []jumpsim.Option{jumpsim.WithPodStartDelay(500 * time.Millisecond)}
 }
 
+// healthyPool starts a world, the fake class, the controller and a set "pool" (floor 0), and
+// waits until buffer instances are available.
+func healthyPool(t *testing.T, maxR, buffer int32, simOpts ...jumpsim.Option) (*world, *vtv1alpha1.ExporterSet) {
+	t.Helper()
+	w := newWorld(t, simOpts...)
+	w.class("fake")
+	w.controller(env.Config)
+	set := w.set("pool", 0, maxR, buffer)
+	w.waitHealthy("pool", buffer, 30*time.Second)
+	return w, set
+}
+
 func reasonOf(st vtv1alpha1.ExporterSetStatus, typ string) string {
 	if c := apimeta.FindStatusCondition(st.Conditions, typ); c != nil {
 		return c.Reason
@@ -91,11 +103,7 @@ func (w *world) specHash(set string) string {
 // A template change rolls the pool by surge: sampled every 100 ms, availableReplicas never
 // drops below the warm buffer it had before the change.
 func TestRollKeepsWarmPool(t *testing.T) {
-	w := newWorld(t, jumpsim500msStart()...)
-	w.class("fake")
-	w.controller(env.Config)
-	set := w.set("pool", 0, 6, 3)
-	w.waitHealthy("pool", 3, 30*time.Second)
+	w, set := healthyPool(t, 6, 3, jumpsim500msStart()...)
 	before := w.specHash("pool")
 
 	sampler := w.sampleAvailability("pool")
@@ -116,11 +124,7 @@ func TestRollKeepsWarmPool(t *testing.T) {
 
 // A lease that arrives mid-roll is served at once by the pool that is still warm.
 func TestLeaseDuringRollServedAtOnce(t *testing.T) {
-	w := newWorld(t, jumpsim500msStart()...)
-	w.class("fake")
-	w.controller(env.Config)
-	set := w.set("pool", 0, 6, 2)
-	w.waitHealthy("pool", 2, 30*time.Second)
+	w, set := healthyPool(t, 6, 2, jumpsim500msStart()...)
 	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
 	w.waitStatus("pool", 10*time.Second, "the roll under way", func(s vtv1alpha1.ExporterSetStatus) bool {
 		return reasonOf(s, vtv1alpha1.ConditionProgressing) == vtv1alpha1.ReasonRollingInstances
@@ -135,11 +139,7 @@ func TestLeaseDuringRollServedAtOnce(t *testing.T) {
 
 // A roll toward a spec that fails stops and says so; the old pool keeps serving.
 func TestRollTowardFailingSpecKeepsOldPool(t *testing.T) {
-	w := newWorld(t, fastFailures()...)
-	w.class("fake")
-	w.controller(env.Config)
-	set := w.set("pool", 0, 4, 2)
-	w.waitHealthy("pool", 2, 30*time.Second)
+	w, set := healthyPool(t, 4, 2, fastFailures()...)
 	w.sim.SetImagePullError(badRuntime, "")
 	w.edit(set, func() {
 		set.Spec.Images = &vtv1alpha1.Images{Runtime: &vtv1alpha1.ImageSpec{Image: badRuntime}}
