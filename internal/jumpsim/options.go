@@ -117,16 +117,16 @@ func WithNodeCapacity(list corev1.ResourceList) Option {
 }
 
 // WithCrashLoopBackOff sets the kubelet's restart back-off for crashing containers: the
-// first restart waits initial, each further one twice as long, up to max. A real kubelet
+// first restart waits initial, each further one twice as long, up to limit. A real kubelet
 // uses 10s and 5m; the defaults ([DefaultCrashLoopBackOff], [DefaultCrashLoopBackOffMax])
 // are shorter so tests see restartCount rise within seconds.
-func WithCrashLoopBackOff(initial, max time.Duration) Option {
+func WithCrashLoopBackOff(initial, limit time.Duration) Option {
 	return func(o *options) {
 		if initial > 0 {
 			o.crashBackOff = initial
 		}
-		if max >= o.crashBackOff {
-			o.crashBackOffMax = max
+		if limit >= o.crashBackOff {
+			o.crashBackOffMax = limit
 		}
 	}
 }
