@@ -129,7 +129,8 @@ func TestAvailableFalseOnEmptyFailingPoolWithoutBuffer(t *testing.T) {
 // A class the cluster cannot schedule (a device no node has): Unschedulable, quoting the
 // scheduler; recovery once a node offers the device.
 func TestUnschedulable(t *testing.T) {
-	w := newWorld(t, append(fastFailures(), jumpsim.WithNodeCapacity(corev1.ResourceList{
+	// Its own node: the Node object is shared by every simulator on this API server.
+	w := newWorld(t, append(fastFailures(), jumpsim.WithNodeName("node-unschedulable"), jumpsim.WithNodeCapacity(corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
 	}))...)
 	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
@@ -257,7 +258,7 @@ func TestStartupDeadline(t *testing.T) {
 // Eviction and node loss: an idle instance is replaced, a leased one is kept until its lease
 // ends (never break a lease), and both are reported.
 func TestEvictionAndNodeLossKeepLeases(t *testing.T) {
-	w := newWorld(t, append(fastFailures(), jumpsim.WithOnlineTimeout(2*time.Second))...)
+	w := newWorld(t, append(fastFailures(), jumpsim.WithNodeName("node-lost"), jumpsim.WithOnlineTimeout(2*time.Second))...)
 	w.class("fake")
 	w.controller(env.Config)
 	w.set("pool", 0, 4, 1)
