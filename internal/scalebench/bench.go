@@ -45,6 +45,9 @@ type Config struct {
 	// AuditAll records every client's requests in the audit log (the simulator's and the
 	// benchmark's too), to follow a whole pipeline; the counts stay per controller.
 	AuditAll bool
+	// OursOnly skips every ReplicaSet-controller run (no kube-controller-manager needed):
+	// for a quick look at our own figures.
+	OursOnly bool
 	// Log receives progress lines (default stderr).
 	Log io.Writer
 }
@@ -153,8 +156,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if _, err := b.runOurs(ctx, warm, nsWarmOurs, []string{nsWarmOurs}, 0); err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
-	if _, err := b.runRS(ctx, warm, nsWarmRS, 0); err != nil {
-		return nil, fmt.Errorf("warm-up: %w", err)
+	if !cfg.OursOnly {
+		if _, err := b.runRS(ctx, warm, nsWarmRS, 0); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
 	}
 
 	for r := 1; r <= cfg.Repeats; r++ {
@@ -163,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			order := []string{Ours, ReplicaSet}
 			if r%2 == 0 {
 				order = []string{ReplicaSet, Ours}
+			}
+			if cfg.OursOnly {
+				order = []string{Ours}
 			}
 			for _, ctl := range order {
 				ns := nsFor(w, ctl, r)

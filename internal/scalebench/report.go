@@ -51,8 +51,10 @@ type Summary struct {
 	HeapMiB                   float64            `json:"heapMiB,omitempty"`
 	RSSMiB                    float64            `json:"rssMiB"`
 	// CPU is the median CPU seconds of each party.
-	CPU   CPU          `json:"cpuSeconds"`
-	Storm *StormResult `json:"storm,omitempty"`
+	CPU CPU `json:"cpuSeconds"`
+	// Latency holds the medians of the runs' per-instance figures (single-set scale-ups).
+	Latency *Latency     `json:"latency,omitempty"`
+	Storm   *StormResult `json:"storm,omitempty"`
 }
 
 // Ratio compares ours with the ReplicaSet controller on one workload (medians).
@@ -117,6 +119,21 @@ func (r *Report) summarize(cfg Config) {
 			ControlPlane: col(func(x *Result) float64 { return x.CPU.ControlPlane }),
 			Simulator:    col(func(x *Result) float64 { return x.CPU.Simulator }),
 		}
+		if runs[0].Latency != nil {
+			lcol := func(f func(*Latency) float64) float64 {
+				return col(func(x *Result) float64 {
+					if x.Latency == nil {
+						return 0
+					}
+					return f(x.Latency)
+				})
+			}
+			s.Latency = &Latency{
+				FirstSeconds: lcol(func(l *Latency) float64 { return l.FirstSeconds }),
+				InstanceP50:  lcol(func(l *Latency) float64 { return l.InstanceP50 }),
+				InstanceP95:  lcol(func(l *Latency) float64 { return l.InstanceP95 }),
+			}
+		}
 		if runs[0].Storm != nil {
 			st := *runs[0].Storm
 			scol := func(f func(*StormResult) float64) float64 {
@@ -125,6 +142,7 @@ func (r *Report) summarize(cfg Config) {
 			st.Seconds = scol(func(x *StormResult) float64 { return x.Seconds })
 			st.Created = int(scol(func(x *StormResult) float64 { return float64(x.Created) }))
 			st.ReleaseP50 = scol(func(x *StormResult) float64 { return x.ReleaseP50 })
+			st.ReleaseP95 = scol(func(x *StormResult) float64 { return x.ReleaseP95 })
 			st.ReleaseP99 = scol(func(x *StormResult) float64 { return x.ReleaseP99 })
 			st.LeaseWaitP50 = scol(func(x *StormResult) float64 { return x.LeaseWaitP50 })
 			st.LeaseWaitP99 = scol(func(x *StormResult) float64 { return x.LeaseWaitP99 })
@@ -177,6 +195,7 @@ func (r *Report) targets(cfg Config, ours func(string) *Summary) []Target {
 			Target{Name: "time-to-ready <= 1.5 x ReplicaSet (" + q.Workload + ")", Value: fmt.Sprintf("%.2f x", q.Time), Met: q.Time <= 1.5, Scored: true},
 			Target{Name: "requests per object <= 1.2 x ReplicaSet (" + q.Workload + ")", Value: fmt.Sprintf("%.2f x", q.RequestsPerObject), Met: q.RequestsPerObject <= 1.2, Scored: true})
 	}
+	out = append(out, r.latencyTargets()...)
 	if m := r.Memory; m != nil {
 		out = append(out, Target{Name: fmt.Sprintf("RSS with %d unrelated Pods+Secrets within 10%%", m.Junk), Value: fmt.Sprintf("%.3f x", m.RSSRatio), Met: m.RSSRatio <= 1.10 && m.RSSRatio >= 0.90, Scored: true})
 	}
@@ -221,6 +240,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	_ = tw.Flush()
 
+	r.writeLatency(w)
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(w, "\nours / ReplicaSet (an instance is 3 objects: Exporter, config Secret, Pod; a ReplicaSet Pod is 1)")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -234,8 +254,8 @@ func (r *Report) WriteTable(w io.Writer) {
 		if st := s.Storm; st != nil {
 			fmt.Fprintf(w, "\nlease storm: %d leases (%d clients, pool minAvailableReplicas %d, ExitAndReplace) in %.2f s, %d instances created, %.2f requests/instance, %.2f reconciles/instance, heap %.1f MiB, RSS %.1f MiB\n",
 				st.Leases, st.Workers, stormWarm, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
-			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
-				st.ReleaseP50, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
+			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p95 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
+				st.ReleaseP50, st.ReleaseP95, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
 			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP99)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -32,6 +31,7 @@ type StormResult struct {
 	// became available for the first time, pairing releases and new instances in order
 	// (the controller's metric pairs them the same way).
 	ReleaseP50 float64 `json:"releaseToAvailableP50"`
+	ReleaseP95 float64 `json:"releaseToAvailableP95"`
 	ReleaseP99 float64 `json:"releaseToAvailableP99"`
 	// LeaseWaitP50/P99 are from a lease's create to its assignment: what a client waits.
 	LeaseWaitP50 float64 `json:"leaseWaitP50"`
@@ -161,7 +161,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	st := &StormResult{
 		Leases: n, Workers: stormWarm, Seconds: r.ReadySeconds,
 		Created:    int(after.created - before.created),
-		ReleaseP50: percentile(lat, 50), ReleaseP99: percentile(lat, 99),
+		ReleaseP50: percentile(lat, 50), ReleaseP95: percentile(lat, 95), ReleaseP99: percentile(lat, 99),
 		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP99: percentile(tr.waits, 99),
 	}
 	hist := diffBuckets(after.releaseBuckets, before.releaseBuckets)
@@ -224,9 +224,7 @@ func (t *stormTracker) exporterSeen(ev watch.EventType, e *jumpstarterv1alpha1.E
 	if ev == watch.Deleted {
 		return
 	}
-	avail := apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionOnline) &&
-		apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionRegistered) &&
-		e.IsEnabled() && (e.Status.LeaseRef == nil || e.Status.LeaseRef.Name == "")
+	avail := exporterAvailable(e)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !avail || t.available[e.Name] {

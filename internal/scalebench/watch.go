@@ -16,11 +16,24 @@ import (
 // when that is too old). One watch instead of polling keeps the benchmark's own load off
 // the apiserver it measures.
 func watchEach(ctx context.Context, c client.WithWatch, list client.ObjectList, ns string, fn func(watch.EventType, client.Object) bool) error {
+	return watchEachFrom(ctx, c, list, ns, nil, fn)
+}
+
+// watchEachFrom is watchEach that reports on listed (when not nil) once its first list is
+// done, or failed: a caller that creates objects after that misses none of their events.
+func watchEachFrom(ctx context.Context, c client.WithWatch, list client.ObjectList, ns string, listed chan<- error, fn func(watch.EventType, client.Object) bool) error {
+	tell := func(err error) {
+		if listed != nil {
+			listed <- err
+			listed = nil
+		}
+	}
 	rv := ""
 	for {
 		if rv == "" {
 			l := list.DeepCopyObject().(client.ObjectList)
 			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				tell(err)
 				return err
 			}
 			items, err := apimeta.ExtractList(l)
@@ -33,6 +46,7 @@ func watchEach(ctx context.Context, c client.WithWatch, list client.ObjectList, 
 				}
 			}
 			rv = l.GetResourceVersion()
+			tell(nil)
 		}
 		w, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(ns),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})

@@ -57,6 +57,9 @@ type Result struct {
 	// CPU is the CPU time each party used over the same span as Requests.
 	CPU CPU `json:"cpuSeconds"`
 
+	// Latency is the per-instance view of a single-set scale-up (nil for other workloads).
+	Latency *Latency `json:"latency,omitempty"`
+
 	// Storm is set for the lease storm.
 	Storm *StormResult `json:"storm,omitempty"`
 }
@@ -125,6 +128,12 @@ func (b *Bench) runOursLimited(ctx context.Context, w Workload, ns string, watch
 	if err != nil {
 		return nil, err
 	}
+	tctx, untrack := context.WithCancel(ctx)
+	defer untrack()
+	tr, err := b.trackInstances(tctx, ns, Ours)
+	if err != nil {
+		return nil, err
+	}
 	m, err := b.begin(ctl.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -146,6 +155,9 @@ func (b *Bench) runOursLimited(ctx context.Context, w Workload, ns string, watch
 		Workload: w.Name, Controller: Ours, Repeat: repeat, Namespace: ns,
 		Instances: w.Instances(), ObjectsPerInstance: 3,
 	})
+	if err == nil && w.Sets == 1 {
+		r.Latency = tr.latency(m.start)
+	}
 	return r, err
 }
 
@@ -189,6 +201,12 @@ func (b *Bench) runRS(ctx context.Context, w Workload, ns string, repeat int) (*
 		return nil, err
 	}
 	defer ctl.stop()
+	tctx, untrack := context.WithCancel(ctx)
+	defer untrack()
+	tr, err := b.trackInstances(tctx, ns, ReplicaSet)
+	if err != nil {
+		return nil, err
+	}
 	m, err := b.begin(ctl.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
@@ -206,6 +224,9 @@ func (b *Bench) runRS(ctx context.Context, w Workload, ns string, repeat int) (*
 	r := &Result{
 		Workload: w.Name, Controller: ReplicaSet, Repeat: repeat, Namespace: ns,
 		Instances: w.Instances(), ObjectsPerInstance: 1, ReadySeconds: ready.Sub(m.start).Seconds(),
+	}
+	if w.Sets == 1 {
+		r.Latency = tr.latency(m.start)
 	}
 	end := ready.Add(settle)
 	time.Sleep(time.Until(end))

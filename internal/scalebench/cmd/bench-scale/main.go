@@ -49,7 +49,7 @@ func run() error {
 	flag.IntVar(&cfg.Limits.Burst, "kube-api-burst", 1000, "--kube-api-burst of both controllers")
 	var defaultLimits int
 	flag.IntVar(&defaultLimits, "default-limits-size", 300, "also scale one set 0 -> N with the controller binary's own rate-limit defaults (0 to skip)")
-	flag.StringVar(&sizes, "sizes", "100,200,300,500", "single-set scale-ups 0 -> N, comma-separated")
+	flag.StringVar(&sizes, "sizes", "1,50,100,200,300,500", "single-set scale-ups 0 -> N, comma-separated (each also reports per-instance latency)")
 	flag.StringVar(&multi, "multi", "100x5", "many-sets workload SETSxINSTANCES (empty to skip)")
 	flag.IntVar(&cfg.StormLeases, "storm-leases", 200, "leases of the lease storm (0 to skip)")
 	flag.IntVar(&cfg.Junk, "junk", 20000, "unrelated Pods and Secrets of the memory check (0 to skip)")
@@ -58,6 +58,7 @@ func run() error {
 	flag.DurationVar(&timeout, "timeout", 3*time.Minute, "bound of each wait")
 	flag.StringVar(&out, "out", "bin/scalebench/latest.json", "JSON report")
 	flag.StringVar(&workRoot, "work-dir", "", "parent of the work directory (kubeconfigs, audit log, controller logs; default: the system temp dir)")
+	flag.BoolVar(&cfg.OursOnly, "ours-only", false, "run only the exporterset-controller (no kube-controller-manager needed): a quick look at our own figures")
 	flag.BoolVar(&keep, "keep", false, "keep the work directory")
 	flag.BoolVar(&cfg.AuditAll, "audit-all", false, "record every client's requests in the audit log of the work directory (with --keep, to look into a result)")
 	flag.Func("ours-arg", "extra flag of every exporterset-controller run (repeatable), e.g. --ours-arg=--pprof-bind-address=127.0.0.1:6060", func(v string) error {
@@ -122,7 +123,7 @@ func run() error {
 	if cfg.KCMBin == "" {
 		cfg.KCMBin = filepath.Join(cfg.Assets, "kube-controller-manager")
 	}
-	if _, err := os.Stat(cfg.KCMBin); err != nil {
+	if _, err := os.Stat(cfg.KCMBin); err != nil && !cfg.OursOnly {
 		return fmt.Errorf("kube-controller-manager: %w (build it with `make envtest-bins`)", err)
 	}
 	if cfg.ControllerBin == "" {
