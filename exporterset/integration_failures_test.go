@@ -249,7 +249,14 @@ func TestStartupDeadline(t *testing.T) {
 	})
 	w.controller(env.Config)
 	w.set("pool", 0, 2, 1)
-	w.waitFailure("pool", vtv1alpha1.ReasonStartupDeadlineExceeded, 30*time.Second)
+	// The pass that finds the deadline passed also retires the instance; while the set then
+	// backs off, Degraded says BackingOff and names the last failure.
+	w.waitStatus("pool", 30*time.Second, "StartupDeadlineExceeded reported", func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, msg := degraded(s)
+		a := availableCond(s)
+		return a != nil && a.Status == metav1.ConditionFalse && (r == vtv1alpha1.ReasonStartupDeadlineExceeded ||
+			r == vtv1alpha1.ReasonBackingOff && strings.Contains(msg, vtv1alpha1.ReasonStartupDeadlineExceeded))
+	})
 	w.waitStatus("pool", 20*time.Second, "the slow instance replaced", func(s vtv1alpha1.ExporterSetStatus) bool { return s.InstanceSequence >= 2 })
 	w.sim.SetPodStartDelay(0)
 	w.waitHealthy("pool", 1, 30*time.Second)
