@@ -29,6 +29,8 @@ type Config struct {
 	MultiPerSet int32
 	// StormLeases is the number of leases of the lease storm (skipped when 0).
 	StormLeases int
+	// StormWarm is the storm pool's minAvailableReplicas (0: one per client, 10).
+	StormWarm int
 	// Junk is the number of unrelated Pods and of Secrets of the memory check (skipped when
 	// 0), MemoryPool the size of its scale-up.
 	Junk       int

@@ -253,7 +253,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	for _, s := range r.Summary {
 		if st := s.Storm; st != nil {
 			fmt.Fprintf(w, "\nlease storm: %d leases (%d clients, pool minAvailableReplicas %d, ExitAndReplace) in %.2f s, %d instances created, %.2f requests/instance, %.2f reconciles/instance, heap %.1f MiB, RSS %.1f MiB\n",
-				st.Leases, st.Workers, stormWarm, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
+				st.Leases, st.Workers, st.Warm, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
 			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p95 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
 				st.ReleaseP50, st.ReleaseP95, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
 			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP99)

@@ -22,6 +22,8 @@ import (
 type StormResult struct {
 	Leases  int `json:"leases"`
 	Workers int `json:"workers"`
+	// Warm is the pool's minAvailableReplicas.
+	Warm int `json:"warm"`
 	// Seconds is from the first lease until the last was released and the warm pool was
 	// whole again.
 	Seconds float64 `json:"seconds"`
@@ -43,12 +45,22 @@ type StormResult struct {
 	ControllerCount float64 `json:"controllerCount"`
 }
 
-// stormWarm is the warm buffer of the storm's pool: leases are served from it, and every
-// lease taken makes the controller create a replacement for the buffer.
-const stormWarm = 10
+// stormClients is the number of storm clients; each holds at most one lease at a time.
+const stormClients = 10
 
-// runStorm takes and releases n leases on a pool of minAvailableReplicas stormWarm
-// (ExitAndReplace: every leased exporter exits and is replaced), with stormWarm clients each
+// warm is the storm pool's warm buffer (Config.StormWarm, default stormClients): leases are
+// served from it, and every lease taken makes the controller create a replacement for it.
+// A buffer of exactly stormClients is used up whenever a replacement is slower than a
+// client's round; a larger one covers the storm, so its latency is the pipeline's alone.
+func (c Config) warm() int {
+	if c.StormWarm > 0 {
+		return c.StormWarm
+	}
+	return stormClients
+}
+
+// runStorm takes and releases n leases on a pool of minAvailableReplicas Config.warm()
+// (ExitAndReplace: every leased exporter exits and is replaced), with stormClients clients each
 // taking a lease, releasing it once assigned, and taking the next.
 func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Result, error) {
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
@@ -60,7 +72,8 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	}
 	defer ctl.stop()
 	set := b.fx.exporterSet(ns, "storm", 0)
-	set.Spec.MinAvailableReplicas = stormWarm
+	stormWarm := b.cfg.warm()
+	set.Spec.MinAvailableReplicas = int32(stormWarm)
 	set.Spec.RecycleStrategy = vtv1alpha1.RecycleExitAndReplace
 	if err := b.cluster.Client.Create(ctx, set); err != nil {
 		return nil, err
@@ -68,7 +81,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	w := Workload{Name: "storm", Sets: 1}
 	warm := func(o client.Object) bool {
 		s := o.(*vtv1alpha1.ExporterSet)
-		return s.Status.AvailableReplicas >= stormWarm && s.Status.LeasedReplicas == 0
+		return s.Status.AvailableReplicas >= int32(stormWarm) && s.Status.LeasedReplicas == 0
 	}
 	if _, err := b.waitSets(ctx, ns, w, warm, ctl.exited); err != nil {
 		return nil, err
@@ -105,7 +118,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	}
 	var next atomic.Int64
 	selector := set.Spec.Selector.MatchLabels
-	err = forEach(sctx, stormWarm, stormWarm, func(int) error {
+	err = forEach(sctx, stormClients, stormClients, func(int) error {
 		for {
 			i := int(next.Add(1))
 			if i > n {
@@ -159,7 +172,7 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	}
 	lat := tr.latencies()
 	st := &StormResult{
-		Leases: n, Workers: stormWarm, Seconds: r.ReadySeconds,
+		Leases: n, Workers: stormClients, Warm: stormWarm, Seconds: r.ReadySeconds,
 		Created:    int(after.created - before.created),
 		ReleaseP50: percentile(lat, 50), ReleaseP95: percentile(lat, 95), ReleaseP99: percentile(lat, 99),
 		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP99: percentile(tr.waits, 99),

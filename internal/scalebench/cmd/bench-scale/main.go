@@ -52,6 +52,7 @@ func run() error {
 	flag.StringVar(&sizes, "sizes", "1,50,100,200,300,500", "single-set scale-ups 0 -> N, comma-separated (each also reports per-instance latency)")
 	flag.StringVar(&multi, "multi", "100x5", "many-sets workload SETSxINSTANCES (empty to skip)")
 	flag.IntVar(&cfg.StormLeases, "storm-leases", 200, "leases of the lease storm (0 to skip)")
+	flag.IntVar(&cfg.StormWarm, "storm-warm", 0, "minAvailableReplicas of the storm's pool (0: 10, one per client; more covers the storm)")
 	flag.IntVar(&cfg.Junk, "junk", 20000, "unrelated Pods and Secrets of the memory check (0 to skip)")
 	flag.IntVar(&cfg.Repeats, "repeats", 3, "runs of each timed workload; medians are reported")
 	flag.IntVar(&cfg.SimWorkers, "sim-workers", 16, "concurrency of each simulated component")
