@@ -63,7 +63,8 @@ type failureMemory struct {
 type setFailures struct {
 	version     string // the set's and class's versions: a change resets the count
 	everReady   map[types.UID]bool
-	counted     map[types.UID]bool
+	counted     map[types.UID]bool   // failure keys (failureKey) counted
+	failedOnce  map[types.UID]bool   // instances with a counted failure
 	seen        map[types.UID]string // reason last seen per instance, for the metric
 	consecutive int
 	lastAt      time.Time
@@ -81,20 +82,21 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 	defer m.mu.Unlock()
 	s := m.sets[key]
 	if s == nil {
-		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, seen: map[types.UID]string{}}
+		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]string{}}
 		m.sets[key] = s
 	}
 	if s.version != version {
 		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
 	}
 	var out backoffState
-	present := make(map[types.UID]bool, len(instances))
+	present := make(map[types.UID]bool, 2*len(instances))
 	for _, in := range instances {
 		uid := in.Exporter.UID
-		present[uid] = true
+		key := failureKey(in)
+		present[uid], present[key] = true, true
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && in.Problem == nil && !in.Retiring() && !in.Deleting() && !s.counted[uid] && !s.everReady[uid] {
+		if in.Ready() && in.Problem == nil && !in.Retiring() && !in.Deleting() && !s.failedOnce[uid] && !s.everReady[uid] {
 			s.everReady[uid] = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}
@@ -108,13 +110,13 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 			out.New = append(out.New, pr)
 		}
 		failed := pr.Reason == vtv1alpha1.ReasonTargetCrashing || pr.Replace && !s.everReady[uid]
-		if failed && !s.counted[uid] {
-			s.counted[uid] = true
+		if failed && !s.counted[key] {
+			s.counted[key], s.failedOnce[uid] = true, true
 			s.consecutive++
 			s.lastAt, s.last, s.lastName = now, pr, in.Name()
 		}
 	}
-	for _, mp := range []map[types.UID]bool{s.everReady, s.counted} {
+	for _, mp := range []map[types.UID]bool{s.everReady, s.counted, s.failedOnce} {
 		for uid := range mp {
 			if !present[uid] {
 				delete(mp, uid) // the instance is gone: nothing of it is kept
@@ -131,6 +133,16 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 		out.Until = s.lastAt.Add(backoffDelay(s.consecutive, base, limit))
 	}
 	return out
+}
+
+// failureKey identifies one failure of an instance: its current Pod, so that an InPlaceReuse
+// instance whose fresh Pods keep failing counts each time (and backs off), while one Pod's
+// crash loop counts once.
+func failureKey(in *Instance) types.UID {
+	if pod := currentPod(in); pod != nil {
+		return in.Exporter.UID + "/" + pod.UID
+	}
+	return in.Exporter.UID
 }
 
 // forget drops a deleted set's memory.

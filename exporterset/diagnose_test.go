@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
@@ -227,6 +228,16 @@ func TestFailureBackoff(t *testing.T) {
 	if len(b.New) != 1 || b.New[0].Reason != vtv1alpha1.ReasonEvicted {
 		t.Errorf("new problems %+v, want the eviction", b.New)
 	}
+	// InPlaceReuse: the same instance whose fresh Pods keep failing counts each Pod.
+	m.observe("ns/s", "v3", now, nil, base, limit)
+	for i, podUID := range []string{"p1", "p1", "p2", "p3"} {
+		in := crashing("ipr")
+		in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "ipr", UID: types.UID(podUID)}}}
+		b = m.observe("ns/s", "v3", now, []*Instance{in}, base, limit)
+		if want := []int{1, 1, 2, 3}[i]; b.Failures != want {
+			t.Fatalf("pod %s: %d failures, want %d", podUID, b.Failures, want)
+		}
+	}
 	m.forget("ns/s")
 	if len(m.sets) != 0 {
 		t.Errorf("forget kept %d sets", len(m.sets))
@@ -257,6 +268,15 @@ func TestPlanFailures(t *testing.T) {
 			name: "a problem that waiting may fix (pull back-off) keeps the instance",
 			in:   input(0, 4, 1, instance("a", pod(corev1.PodPending), failing(false))),
 			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "InPlaceReuse restarts a crash-looping idle instance's Pod instead of retiring it",
+			in: func() PlanInput {
+				in := input(0, 4, 1, instance("a", ready, failing(true)))
+				in.Recycle = vtv1alpha1.RecycleInPlaceReuse
+				return in
+			}(),
+			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
 		},
 		{
 			name: "backing off holds creates and Pod starts, and says when to look again",

@@ -13,6 +13,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
@@ -327,4 +329,35 @@ func TestProvisionerWarningIsAnEventNotABlock(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], `spec.parameters.warn: driver type "jumpstarter_driver_x.X" is not checked`) {
 		t.Errorf("DriverWarning events %q, want one naming the field", notes)
 	}
+}
+
+// InPlaceReuse: an instance whose fresh Pods keep failing is restarted under the backoff,
+// not once a second.
+func TestInPlaceReuseRestartsBackOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("half a minute of constant failure")
+	}
+	w := newWorld(t, fastFailures()...)
+	const crashing = "registry.example/exporter:crashing"
+	w.sim.SetCrash(crashing, jumpsim.Crash{ExitCode: 1, Reason: "Error", After: 200 * time.Millisecond})
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Images = &vtv1alpha1.Images{Exporter: &vtv1alpha1.ImageSpec{Image: crashing}}
+	})
+	w.controller(env.Config)
+	w.set("pool", 0, 1, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.RecycleStrategy = vtv1alpha1.RecycleInPlaceReuse })
+	w.waitFailure("pool", vtv1alpha1.ReasonTargetCrashing, 30*time.Second)
+	name := w.exporters("pool")[0].Name
+	pods := map[types.UID]bool{} // the instance's Pods (same name, new UID each restart)
+	for start := time.Now(); time.Since(start) < 30*time.Second; time.Sleep(100 * time.Millisecond) {
+		var pod corev1.Pod
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &pod); err == nil {
+			pods[pod.UID] = true
+		}
+	}
+	// Restarts after 2, 4, 8 and 16 s of backoff: four or five Pods in 30 s, where a fixed
+	// 2 s delay gave nine.
+	if len(pods) > 6 || len(pods) < 2 {
+		t.Errorf("%d Pods in 30 s of constant failure, want 2 to 6", len(pods))
+	}
+	t.Logf("%d Pods in 30 s; %s", len(pods), summary(w.getSet("pool").Status))
 }

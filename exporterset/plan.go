@@ -112,15 +112,15 @@ func PlanScale(in PlanInput) Plan {
 			old = append(old, i) // rolled to the new spec once idle, by surge (roll.go)
 			occupied++
 			continue
-		case !leased && i.Problem != nil && i.Problem.Replace && !i.Terminal() && !i.Failed():
+		case !leased && i.Problem != nil && i.Problem.Replace && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
 			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
-			// Pod is recycled or restarted below, as after a lease.)
+			// Pod is recycled below, as after a lease; InPlaceReuse restarts the Pod.)
 			p.Retire = append(p.Retire, i)
 			p.Replace = append(p.Replace, i)
 			continue
 		}
 		occupied++
-		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed()) {
+		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && i.Problem != nil && i.Problem.Replace) {
 			p.RestartPods = append(p.RestartPods, i)
 		}
 		if leased {

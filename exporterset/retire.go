@@ -184,11 +184,16 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 	return nil
 }
 
-// restartPods deletes an instance's terminal Pods (InPlaceReuse), so a fresh Pod starts for
-// the same Exporter on a later reconcile: upstream leaves such an instance dead.
+// restartPods deletes an instance's terminal Pods (InPlaceReuse), and its current Pod when
+// its Problem says waiting will not help (a crash loop, a lost node), so a fresh Pod starts
+// for the same Exporter on a later reconcile: upstream leaves such an instance dead.
 func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance) error {
+	broken := (*corev1.Pod)(nil)
+	if in.Problem != nil && in.Problem.Replace && !in.Leased() {
+		broken = currentPod(in)
+	}
 	for _, pod := range in.Pods {
-		if pod.DeletionTimestamp != nil || (pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded) {
+		if pod.DeletionTimestamp != nil || (pod != broken && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded) {
 			continue
 		}
 		uid := pod.UID
