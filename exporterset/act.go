@@ -24,8 +24,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass) error {
 
 	for _, in := range p.plan.Remove {
 		done[in.Name()] = true
-		errs = append(errs, r.remove(ctx, p, in))
 	}
+	errs = append(errs, r.removeAll(ctx, p, p.plan.Remove))
 	for _, in := range p.plan.Retire {
 		done[in.Name()] = true
 		errs = append(errs, r.retire(ctx, p, in))
@@ -89,6 +89,8 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
+			defer unlock()
 			errs[i] = r.configure(ctx, &passes[i], in, start[in.Name()])
 		}()
 	}
@@ -106,6 +108,32 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance
 		if p.ca == nil && q.ca != nil {
 			p.ca = q.ca
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeAll removes instances concurrently, at most createParallelism at once. Each removal
+// is a re-read, a Lease list and a delete; one after another, a pass recycling the nine
+// instances a lease storm had used took over two seconds before it created a single
+// replacement. Each removal works on its own copy of the pass; their requeues are merged.
+func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) error {
+	passes := make([]pass, len(ins))
+	errs := make([]error, len(ins))
+	sem := make(chan struct{}, r.createParallelism)
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		passes[i] = *p
+		passes[i].requeue = 0
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = r.remove(ctx, &passes[i], in)
+		}()
+	}
+	wg.Wait()
+	for i := range passes {
+		p.requeueIn(passes[i].requeue)
 	}
 	return errors.Join(errs...)
 }

@@ -26,6 +26,11 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, in *Instance, start
 		p.waitingCreds++
 		return nil
 	}
+	if !in.HasPod() && in.ConfigSecret == nil && r.startedPods.pending(in.Exporter.UID, p.now) {
+		// Its Secret and Pod were created (by the fast path, or a pass before) after the
+		// cache this pass reads: writing them again would only be told AlreadyExists.
+		return nil
+	}
 	secret, err := r.syncConfigSecret(ctx, p, in)
 	if err != nil || secret == nil {
 		return err

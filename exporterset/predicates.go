@@ -3,6 +3,7 @@ package exporterset
 import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -36,4 +37,28 @@ func relevant(e *jumpstarterv1alpha1.Exporter) *jumpstarterv1alpha1.Exporter {
 		c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: cond.Type, Status: cond.Status})
 	}
 	return c
+}
+
+// credentialIssued passes the Exporters of a set whose credential has just been issued (or
+// replaced), and at start every credentialed one: what the fast path acts on.
+var credentialIssued = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return hasCredential(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return hasCredential(e.ObjectNew) && credentialOf(e.ObjectNew) != credentialOf(e.ObjectOld)
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func hasCredential(o client.Object) bool {
+	return o.GetLabels()[LabelSet] != "" && credentialOf(o) != ""
+}
+
+// credentialOf is the Exporter's credential Secret and endpoint, "" until both are issued.
+func credentialOf(o client.Object) string {
+	e, ok := o.(*jumpstarterv1alpha1.Exporter)
+	if !ok || e.Status.Credential == nil || e.Status.Credential.Name == "" || e.Status.Endpoint == "" {
+		return ""
+	}
+	return e.Status.Credential.Name + "@" + e.Status.Endpoint
 }

@@ -55,6 +55,11 @@ type Reconciler struct {
 	caMemo     sync.Map // namespace/configmap/key -> caEntry
 	validated  sync.Map // set namespace/name -> validationEntry
 	own        ownWrites
+
+	// fast, fastEv and instanceLocks serve the fast path (fastpath.go).
+	fast          sync.Map // set namespace/name -> fastEntry
+	fastEv        sync.Map // set namespace/name -> *passEvents
+	instanceLocks instanceLocks
 }
 
 type driversEntry struct {
@@ -151,6 +156,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.validated.Delete(req.String())
 			r.own.forget(req.String())
 			r.failureMemory.forget(req.String())
+			r.fast.Delete(req.String())
+			r.fastEv.Delete(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -159,7 +166,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
 	p := &pass{set: &set, orig: set.DeepCopy(), now: r.clock.Now(), seq: set.Status.InstanceSequence, events: &passEvents{}}
-	defer p.events.flush(r.recorder, p.set)
+	defer func() {
+		r.takeFastEvents(req.String(), p.events)
+		p.events.flush(r.recorder, p.set)
+	}()
 	skip, err := r.reconcile(ctx, p)
 	if skip {
 		return ctrl.Result{}, err
@@ -238,6 +248,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err err
 		}
 	}
 	if p.blocked != nil {
+		r.rememberFast(p) // forgets: the fast path must not start instances either
 		return false, nil // nothing is created or deleted while the set is blocked
 	}
 
@@ -246,6 +257,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err err
 		expected = r.expectations.reconcile(keyOf(set), p.now, p.obs)
 	}
 	p.plan = r.plan(p, expected)
+	r.rememberFast(p)
 	p.requeueIn(p.plan.RequeueAfter)
 	return false, r.act(ctx, p)
 }

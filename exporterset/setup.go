@@ -96,6 +96,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	r.indexed = true
+	// The fast path (fastpath.go): one reconcile per Exporter whose credential appears.
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(r.name+"-start").
+		For(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(credentialIssued)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.createParallelism}).
+		Complete(fastStart{r})
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
