@@ -282,6 +282,7 @@ func (wk *Walk) editSet(ctx context.Context) (string, bool, error) {
 	minR, minAvail := int32(wk.rng.Intn(4)), int32(wk.rng.Intn(4))
 	cooldown := time.Duration(wk.rng.Intn(3)) * time.Second
 	extraDriver := wk.rng.Intn(2) == 0
+	start := time.Now()
 	err := wk.updateSet(ctx, p.set, func(s *vtv1alpha1.ExporterSet) {
 		switch {
 		case choice < 3:
@@ -315,6 +316,9 @@ func (wk *Walk) editSet(ctx context.Context) (string, bool, error) {
 		}
 		what += fmt.Sprintf(" -> min %d max %d minAvailable %d", s.Spec.MinReplicas, ptr.Deref(s.Spec.MaxReplicas, 0), s.Spec.MinAvailableReplicas)
 	})
+	if err == nil && choice >= 8 {
+		wk.rolledSet(ctx, p.set, RollByTemplate, start)
+	}
 	return p.set + ": " + what, false, err
 }
 
@@ -365,6 +369,7 @@ func (wk *Walk) editClass(ctx context.Context) (string, bool, error) {
 	rev := wk.rev
 	toggleBinding := wk.rng.Intn(3) == 0
 	var what string
+	start := time.Now()
 	err := wk.updateClass(ctx, p.class, func(c *vtv1alpha1.VirtualTargetClass) {
 		if toggleBinding {
 			if c.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer {
@@ -378,6 +383,9 @@ func (wk *Walk) editClass(ctx context.Context) (string, bool, error) {
 		c.Spec.Parameters = classParameters(p, rev)
 		what = fmt.Sprintf("%s: parameters revision %d", p.class, rev)
 	})
+	if err == nil && !toggleBinding { // the binding mode is not part of the spec hash
+		wk.rolled(p.set, RollByClass, start, 0)
+	}
 	if apierrors.IsNotFound(err) {
 		return "", true, nil
 	}

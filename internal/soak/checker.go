@@ -63,6 +63,7 @@ type Checker struct {
 	evaluated  int
 
 	fw *failureWatch // the failure invariants' memory (failwatch.go)
+	rw *rollWatch    // the roll floor's memory (rollwatch.go)
 }
 
 // podSighting says when an Exporter's Pods were last seen running or pending, and when last
@@ -96,6 +97,7 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		excused:  map[string]time.Time{},
 		podSeen:  map[types.UID]podSighting{},
 		fw:       newFailureWatch(),
+		rw:       newRollWatch(),
 	}, nil
 }
 
@@ -128,6 +130,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		}
 	}
 	if err := c.watchFailures(ctx); err != nil {
+		return err
+	}
+	if err := c.watchRolls(ctx); err != nil {
 		return err
 	}
 	go func() { _ = c.cache.Start(ctx) }()
@@ -292,6 +297,9 @@ func (c *Checker) loop(ctx context.Context) {
 			c.history.Record(KindNote, "checker: %v", err)
 		}
 		if err := c.checkFailures(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			c.history.Record(KindNote, "checker: %v", err)
+		}
+		if err := c.tickRolls(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.history.Record(KindNote, "checker: %v", err)
 		}
 	}

@@ -25,6 +25,15 @@
 // The soak's reconciler backs off failures from 2s doubling to 20s (instead of 5m), so that
 // a set repaired at the end of the walk tries again within the settle time.
 //
+// It starts rolls on purpose (roll_action.go): start-roll gives a set's template a new
+// annotation or its class new (valid) parameters, which change the spec hash and nothing
+// else. Every edit that changes a spec hash (start-roll, a template or class parameters
+// edit) is recorded in the history and told to the checker: the hashes seen on the set's
+// instances before the edit was sent are outdated once it is accepted (the walk's
+// revisions only grow, so a spec never returns to an earlier hash), and the roll is under
+// way until no instance of an outdated hash is left. The summary counts the rolls started
+// and the roll retirements judged.
+//
 // The [Checker] judges, on every watch event:
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
@@ -33,6 +42,16 @@
 //     written beside it: availableReplicas >= minAvailableReplicas, readyReplicas >=
 //     minReplicas, and no failing instance when none is available (WaitForFirstConsumer:
 //     at least minAvailableReplicas instances, as the reconciler counts them);
+//   - the availability floor during a roll (rollfloor.go; seen on the event that adds the
+//     retiring annotation, judged a second later): when the controller retires an
+//     available instance of an outdated spec hash, the available instances of either spec
+//     not being retired stay >= min(level, available just before), level =
+//     max(minAvailableReplicas, minReplicas - leased), one less at a full maxReplicas (the
+//     one-at-a-time step). Retirements while the set has an excess over maxReplicas or a
+//     surplus of current-spec instances are not judged (a scale-down, not the roll), nor
+//     those of a pass that may not have seen the edit when a scale-down could explain them; the
+//     watches' skew is absorbed by counting an instance available (or leased) if it was so
+//     from a second before the controller's pass to a second after the observation;
 //
 // and a few times a second:
 //   - the instances not being recycled never exceed maxReplicas (beyond leased or

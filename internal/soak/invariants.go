@@ -25,6 +25,11 @@ const (
 	// InvChurn: a set the walk keeps failing created more instances in a window than its
 	// failure backoff allows.
 	InvChurn = "churn-beyond-backoff-while-failing"
+	// InvRollFloor: the controller retired an available instance of an outdated spec (a
+	// roll) and left fewer available instances than min(level, available before), level
+	// being max(minAvailableReplicas, minReplicas - leased), beyond the one-at-a-time step
+	// at a full ceiling (rollfloor.go).
+	InvRollFloor = "roll-retired-below-availability-floor"
 	// InvFinal: the final invariants did not hold within the settle time after the walk.
 	InvFinal = "not-converged-after-walk"
 	// InvInjected: the self-test's fake violation.

@@ -65,6 +65,15 @@ type Result struct {
 	AvailableJudged, WFFCLeased int
 	// ChurnWorst is the failing window closest to its churn bound: instances created, bound.
 	ChurnWorst [2]int64
+	// RollsStarted counts the edits of a spec hash the walk made (RollsBy: by the action
+	// that made them: start-roll, a template or a class parameters edit), RollsDone the
+	// rolls that ended with no outdated instance left (or were superseded by a newer one).
+	RollsStarted, RollsDone int
+	RollsBy                 map[string]int
+	// RollJudged counts the roll retirements the roll floor judged; RollSkipped the
+	// retirements of outdated instances it did not judge, by why.
+	RollJudged  int
+	RollSkipped map[string]int
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -86,9 +95,16 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), verdict)
+}
+
+// RollSummary says how many rolls the walk started and how many roll retirements the roll
+// floor judged.
+func (r *Result) RollSummary() string {
+	return fmt.Sprintf("%d rolls started (%s), %d done, %d roll retirements judged against the availability floor (outdated retirements not judged: %s)",
+		r.RollsStarted, countList(r.RollsBy), r.RollsDone, r.RollJudged, countList(r.RollSkipped))
 }
 
 // FailureSummary says how many failure events the run injected, by kind, and which failure
@@ -232,6 +248,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Deletions, res.Evaluations = w.checker.Stats()
 	res.FailureEvents, _ = walk.FailureEvents()
 	res.Reported, res.AvailableJudged, res.WFFCLeased, res.ChurnWorst[0], res.ChurnWorst[1] = w.checker.FailureStats()
+	res.RollsStarted, res.RollsBy, res.RollsDone, res.RollJudged, res.RollSkipped = w.checker.RollStats()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)
