@@ -292,3 +292,25 @@ func (w *world) eventNotes(set, reason string) []string {
 	}
 	return notes
 }
+
+// eventCount counts the occurrences of events with this reason about the set: an event
+// recorded again with the same note is one object whose series counts the repeats.
+func (w *world) eventCount(set, reason string) int {
+	w.t.Helper()
+	var events eventsv1.EventList
+	if err := w.c.List(w.ctx, &events, client.InNamespace(w.ns)); err != nil {
+		w.t.Fatal(err)
+	}
+	n := 0
+	for _, e := range events.Items {
+		if e.Reason != reason || e.Regarding.Name != set {
+			continue
+		}
+		if e.Series != nil && e.Series.Count > 1 {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -33,6 +34,9 @@ func TestTransientProvisionerFailureDeletesNothing(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if w.fake.Calls("Validate") <= calls {
 		t.Fatalf("a transient failure is not retried")
+	}
+	if n := w.eventCount("pool", exporterset.EventProvisionerError); n != 1 {
+		t.Errorf("%d ProvisionerError events for one problem retried %d times, want 1", n, w.fake.Calls("Validate")-calls)
 	}
 
 	w.fake.Fail("Validate", nil)

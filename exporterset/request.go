@@ -51,8 +51,9 @@ func (r *Reconciler) provisionerFailed(p *pass, what string, err error) error {
 		p.block(vtv1alpha1.ReasonInvalidParameters, "%v", err)
 		return nil
 	}
+	// Its event is the Degraded condition's (problemEvent): once per new problem, not once
+	// per retry.
 	p.block(vtv1alpha1.ReasonProvisionerError, "%s: %v", what, err)
-	r.recorder.Eventf(p.set, nil, "Warning", EventProvisionerError, "Reconcile", "%s: %v", what, err)
 	return fmt.Errorf("%s: %w", what, err)
 }
 
