@@ -24,8 +24,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the Jumpstarter core's) 
 
 .PHONY: verify-generated
 verify-generated: generate manifests proto ## Fail when generated files (deepcopy, CRDs, RBAC, protobuf) differ from what is committed.
-	@git diff --exit-code -- api config provisioner/plugin/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config provisioner/plugin/pluginpb)" || { git status --porcelain -- api config provisioner/plugin/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@git diff --exit-code -- api config provisioner/plugin/internal/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- api config provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
 
 # The control-plane binaries each job needs. A failed build ends the recipe (the assignment's
 # status is the command's, and .SHELLFLAGS has -e): tests never run with empty assets.
@@ -105,7 +105,7 @@ PROTOC_GEN_GO_VERSION ?= v1.36.11
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
-PROTO_FILES := provisioner/plugin/pluginpb/provisioner.proto
+PROTO_FILES := provisioner/plugin/internal/pluginpb/provisioner.proto
 
 .PHONY: proto
 proto: $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the plugin protocol's Go code from its .proto.
@@ -118,8 +118,8 @@ proto: $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the plugin protocol'
 
 .PHONY: verify-proto
 verify-proto: proto ## Fail when the generated protocol code differs from what is committed.
-	@git diff --exit-code -- provisioner/plugin/pluginpb || { echo "generated protocol code is stale: run 'make proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- provisioner/plugin/pluginpb)" || { git status --porcelain -- provisioner/plugin/pluginpb; echo "untracked generated files: run 'make proto' and commit" >&2; exit 1; }
+	@git diff --exit-code -- provisioner/plugin/internal/pluginpb || { echo "generated protocol code is stale: run 'make proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make proto' and commit" >&2; exit 1; }
 
 $(PROTOC_GEN_GO):
 	@mkdir -p $(LOCALBIN)

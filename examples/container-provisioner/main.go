@@ -3,6 +3,16 @@
 // the Jumpstarter exporter next to a target container running any image. See README.md.
 package main
 
-import "github.com/exporterset/exporterset/provisioner/plugin"
+import (
+	"fmt"
+	"os"
 
-func main() { plugin.Serve(Provisioner{}) }
+	"github.com/exporterset/exporterset/provisioner/plugin"
+)
+
+func main() {
+	if err := plugin.Serve(Provisioner{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -1,41 +1,45 @@
-// Package plugin runs provisioners out of process: a third party ships a provisioner (Renode,
-// Corellium, EC2, Android emulators...) as its own binary, and the controller uses it like a
-// built-in one, without being forked or recompiled.
+// Package plugin is the SDK of out-of-process provisioners: a third party ships a provisioner
+// (Renode, Corellium, EC2, Android emulators...) as its own binary, and the controller uses it
+// like a built-in one, without being forked or recompiled.
 //
 // # Writing a plugin
 //
-// A plugin author implements provisioner.Provisioner and calls Serve from main:
+// A plugin author implements provisioner.Provisioner (package provisioner has the types, the
+// errors and AddExporterContainer, which adds the exporter to a Pod) and calls Serve from
+// main:
 //
-//	func main() { plugin.Serve(myProvisioner{}) }
+//	func main() {
+//		if err := plugin.Serve(myProvisioner{}); err != nil {
+//			fmt.Fprintln(os.Stderr, err)
+//			os.Exit(1)
+//		}
+//	}
 //
 // built as an executable named exporterset-provisioner-<anything> (BinaryPrefix) and dropped
 // into the controller's plugin directory. provisioner/provisionertest checks an implementation,
 // in process or as a built binary, with one call. examples/container-provisioner is a complete
 // plugin with a README walking from `go mod init` to a running plugin.
 //
-// # Protocol
+// # Data flow
 //
-// Host and plugin talk hashicorp/go-plugin over gRPC only (AllowedProtocols; net/rpc is
-// refused), after a handshake with a magic cookie (Handshake). The service is pluginpb's
-// Provisioner, whose RPCs mirror the Provisioner interface. Kubernetes objects travel as the
-// JSON of their API types. A provisioner error travels as a gRPC status detail with its code
-// (invalid, transient, internal) and its field errors, so that the host's error has the same
-// code, fields and text; a failure without an answer (the plugin died, a deadline passed) is a
-// TransportError, transient for the reconciler. Plugin sets are versioned (VersionedPlugins):
-// a protocol v2 will be offered next to v1 and go-plugin negotiates the highest both speak.
+// The controller's host (package plugin/host) starts the binary; Serve answers go-plugin's
+// handshake (a magic cookie, then the protocol version: go-plugin picks the highest one both
+// sides speak) and serves p over gRPC only, on a Unix socket with mutual TLS. Each call of the
+// reconciler becomes one RPC whose Request carries the set, the class and the Exporter as the
+// JSON of their API types; the Pod and drivers come back the same way. A provisioner error
+// travels as a gRPC status detail with its code (invalid, transient, internal) and its field
+// errors, so that the controller sees the same code, fields and text as from a built-in
+// provisioner. The protocol's Go side is internal to this module: a plugin links only Serve.
 //
 // # Debugging a plugin
 //
-// Run the plugin by hand, e.g. under dlv, with EXPORTERSET_PLUGIN_DEBUG=1 (EnvDebug). It
-// serves without a host and prints a line such as
+// Run the plugin by hand, e.g. under dlv, with EXPORTERSET_PLUGIN_DEBUG=1 (EnvDebug), or call
+// Serve with WithDebug. It serves without a host and prints a line such as
 //
 //	EXPORTERSET_REATTACH_PROVISIONERS='{"exporterset-provisioner-renode":{"Protocol":"grpc","ProtocolVersion":1,"Pid":4242,"Test":true,"Addr":{"Network":"unix","String":"/tmp/plugin123"}}}'
 //
-// Start the controller with that variable (EnvReattach) in its environment: the host then
-// uses the running plugin instead of starting a binary (the names it serves take precedence
-// over binaries in the plugin directory serving the same names) and never kills it; several
-// plugins can be listed in the one JSON object. This mirrors Terraform's
-// TF_REATTACH_PROVIDERS.
-//
-// The host side (discovery, process lifecycle, logging) is package plugin/host.
+// Start the controller with that variable in its environment: the host then uses the running
+// plugin instead of starting a binary (the names it serves take precedence over binaries in
+// the plugin directory serving the same names) and never kills it; several plugins can be
+// listed in the one JSON object. This mirrors Terraform's TF_REATTACH_PROVIDERS.
 package plugin

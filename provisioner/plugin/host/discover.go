@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/wire"
 )
 
 // Host owns the plugins Discover found. Close it on shutdown, or add it to the manager
@@ -44,7 +44,7 @@ func Discover(ctx context.Context, dir string, reg *provisioner.Registry, opts O
 	reattach := opts.Reattach
 	if reattach == nil {
 		var err error
-		if reattach, err = plugin.ParseReattachConfigs(os.Getenv(plugin.EnvReattach)); err != nil {
+		if reattach, err = wire.ParseReattachConfigs(os.Getenv(EnvReattach)); err != nil {
 			return h, err
 		}
 	}
@@ -154,7 +154,7 @@ func findBinaries(dir string, opts Options) ([]string, error) {
 	var paths []string
 	found := map[string]bool{}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), plugin.BinaryPrefix) {
+		if !strings.HasPrefix(e.Name(), wire.BinaryPrefix) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())

@@ -188,7 +188,7 @@ func TestReattach(t *testing.T) {
 			n, err := stdout.Read(tmp)
 			buf = append(buf, tmp[:n]...)
 			for _, l := range strings.Split(string(buf), "\n") {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(l), plugin.EnvReattach+"='"); ok && strings.HasSuffix(v, "'") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), host.EnvReattach+"='"); ok && strings.HasSuffix(v, "'") {
 					line <- strings.TrimSuffix(v, "'")
 					return
 				}
@@ -204,7 +204,7 @@ func TestReattach(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the plugin in debug mode printed no reattach line within 5s")
 	}
-	t.Setenv(plugin.EnvReattach, value)
+	t.Setenv(host.EnvReattach, value)
 
 	opts := fastOptions(t)
 	opts.Reattach = nil // read the environment
@@ -231,8 +231,8 @@ func TestReattach(t *testing.T) {
 	}
 
 	// A reattach line pointing nowhere is a clear error.
-	opts.Reattach = map[string]plugin.ReattachConfig{"gone": {Protocol: "grpc", ProtocolVersion: 1, Pid: 1, Test: true,
-		Addr: plugin.ReattachAddr{Network: "unix", String: filepath.Join(debugDir, "no-socket")}}}
+	opts.Reattach = map[string]host.ReattachConfig{"gone": {Protocol: "grpc", ProtocolVersion: 1, Pid: 1, Test: true,
+		Addr: host.ReattachAddr{Network: "unix", String: filepath.Join(debugDir, "no-socket")}}}
 	if _, err := discover(t, "", provisioner.NewRegistry(), opts); err == nil || !strings.Contains(err.Error(), "reattached plugin gone") {
 		t.Errorf("reattaching to nothing: %v", err)
 	}

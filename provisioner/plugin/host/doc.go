@@ -26,6 +26,6 @@
 //     Linux a plugin also dies with the controller when the controller is killed outright.
 //   - Logs: each plugin's stderr lands in Options.Logger with the plugin's name, at the
 //     level it logged (plugin.Serve makes plugin logs hclog JSON lines).
-//   - Debugging: plugins listed in EXPORTERSET_REATTACH_PROVISIONERS (see package plugin) are
+//   - Debugging: plugins listed in EXPORTERSET_REATTACH_PROVISIONERS (EnvReattach; a plugin prints the line in debug mode, see package plugin) are
 //     used where they run instead of being started, and never killed.
 package host

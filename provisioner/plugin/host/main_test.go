@@ -111,7 +111,7 @@ func fastOptions(t *testing.T) host.Options {
 		RestartBackoff:    time.Second,
 		MaxRestartBackoff: 5 * time.Second,
 		KillTimeout:       time.Second,
-		Reattach:          map[string]plugin.ReattachConfig{}, // not the environment's
+		Reattach:          map[string]host.ReattachConfig{}, // not the environment's
 	}
 }
 

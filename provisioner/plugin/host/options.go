@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"github.com/exporterset/exporterset/provisioner/plugin"
 )
 
 // Options tune discovery and the plugin processes. The zero value is usable.
@@ -39,9 +37,9 @@ type Options struct {
 	// Default 5s; go-plugin itself waits up to 2s for a graceful exit.
 	KillTimeout time.Duration
 
-	// Reattach lists plugins already running to use (see plugin.EnvReattach). When nil,
+	// Reattach lists plugins already running to use (see EnvReattach). When nil,
 	// Discover reads the EXPORTERSET_REATTACH_PROVISIONERS environment variable.
-	Reattach map[string]plugin.ReattachConfig
+	Reattach map[string]ReattachConfig
 }
 
 func (o Options) withDefaults() Options {

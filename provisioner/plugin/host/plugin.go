@@ -22,7 +22,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/wire"
 )
 
 // Plugin is one plugin (a binary, or a running plugin reattached to) behind the
@@ -51,7 +51,7 @@ type Plugin struct {
 
 	mu        sync.Mutex
 	cur       *instance
-	info      plugin.Info
+	info      Info
 	described bool
 	failures  int // consecutive failures
 	retryAt   time.Time
@@ -67,7 +67,7 @@ var _ provisioner.Provisioner = (*Plugin)(nil)
 // instance is one plugin process and its connection.
 type instance struct {
 	client   *goplugin.Client
-	rpc      *plugin.GRPCClient
+	rpc      *wire.GRPCClient
 	conn     *grpc.ClientConn
 	cmd      *exec.Cmd
 	pid      int
@@ -106,11 +106,11 @@ func newBinaryPlugin(path string, opts Options) (*Plugin, error) {
 	return p, nil
 }
 
-func newAttachedPlugin(label string, rc plugin.ReattachConfig, opts Options) (*Plugin, error) {
+func newAttachedPlugin(label string, rc ReattachConfig, opts Options) (*Plugin, error) {
 	opts = opts.withDefaults()
 	gp, err := rc.GoPlugin()
 	if err != nil {
-		return nil, fmt.Errorf("%s: plugin %q: %w", plugin.EnvReattach, label, err)
+		return nil, fmt.Errorf("%s: plugin %q: %w", EnvReattach, label, err)
 	}
 	p := newPlugin(label, "reattached plugin "+label, opts)
 	p.reattach = gp
@@ -141,9 +141,9 @@ func Load(ctx context.Context, path string, opts Options) (*Plugin, error) {
 	return p, nil
 }
 
-// Attach returns the running plugin rc points at (see plugin.EnvReattach), described. Close
+// Attach returns the running plugin rc points at (see EnvReattach), described. Close
 // it when done; a plugin in debug mode (rc.Test) is never killed.
-func Attach(ctx context.Context, label string, rc plugin.ReattachConfig, opts Options) (*Plugin, error) {
+func Attach(ctx context.Context, label string, rc ReattachConfig, opts Options) (*Plugin, error) {
 	p, err := newAttachedPlugin(label, rc, opts)
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (p *Plugin) Label() string { return p.label }
 func (p *Plugin) Origin() string { return p.origin }
 
 // Info returns what the plugin said about itself when it last started.
-func (p *Plugin) Info() plugin.Info {
+func (p *Plugin) Info() Info {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return copyInfo(p.info)
@@ -194,7 +194,7 @@ func (p *Plugin) Describe(ctx context.Context) (provisioner.Description, error) 
 
 // Validate calls the plugin's Validate.
 func (p *Plugin) Validate(ctx context.Context, req *provisioner.Request) error {
-	return p.call(ctx, "Validate", func(ctx context.Context, c *plugin.GRPCClient) error {
+	return p.call(ctx, "Validate", func(ctx context.Context, c *wire.GRPCClient) error {
 		return c.Validate(ctx, req)
 	})
 }
@@ -202,7 +202,7 @@ func (p *Plugin) Validate(ctx context.Context, req *provisioner.Request) error {
 // RenderPod calls the plugin's RenderPod.
 func (p *Plugin) RenderPod(ctx context.Context, req *provisioner.Request) (*corev1.Pod, error) {
 	var pod *corev1.Pod
-	err := p.call(ctx, "RenderPod", func(ctx context.Context, c *plugin.GRPCClient) (err error) {
+	err := p.call(ctx, "RenderPod", func(ctx context.Context, c *wire.GRPCClient) (err error) {
 		pod, err = c.RenderPod(ctx, req)
 		return err
 	})
@@ -212,7 +212,7 @@ func (p *Plugin) RenderPod(ctx context.Context, req *provisioner.Request) (*core
 // EnrichDrivers calls the plugin's EnrichDrivers.
 func (p *Plugin) EnrichDrivers(ctx context.Context, req *provisioner.Request) ([]vtv1alpha1.DriverSpec, error) {
 	var drivers []vtv1alpha1.DriverSpec
-	err := p.call(ctx, "EnrichDrivers", func(ctx context.Context, c *plugin.GRPCClient) (err error) {
+	err := p.call(ctx, "EnrichDrivers", func(ctx context.Context, c *wire.GRPCClient) (err error) {
 		drivers, err = c.EnrichDrivers(ctx, req)
 		return err
 	})
@@ -221,7 +221,7 @@ func (p *Plugin) EnrichDrivers(ctx context.Context, req *provisioner.Request) ([
 
 // Cleanup calls the plugin's Cleanup.
 func (p *Plugin) Cleanup(ctx context.Context, req *provisioner.Request) error {
-	return p.call(ctx, "Cleanup", func(ctx context.Context, c *plugin.GRPCClient) error {
+	return p.call(ctx, "Cleanup", func(ctx context.Context, c *wire.GRPCClient) error {
 		return c.Cleanup(ctx, req)
 	})
 }
@@ -229,7 +229,7 @@ func (p *Plugin) Cleanup(ctx context.Context, req *provisioner.Request) error {
 // call runs one RPC on a running plugin under the call deadline. The provisioner's own errors
 // pass unchanged (same code, fields and text as in the plugin); failures of the transport get
 // the plugin's name, and a lost connection ends the process so that the next call restarts it.
-func (p *Plugin) call(ctx context.Context, method string, fn func(context.Context, *plugin.GRPCClient) error) error {
+func (p *Plugin) call(ctx context.Context, method string, fn func(context.Context, *wire.GRPCClient) error) error {
 	inst, err := p.instance(ctx)
 	if err != nil {
 		return err
@@ -237,7 +237,7 @@ func (p *Plugin) call(ctx context.Context, method string, fn func(context.Contex
 	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
 	err = fn(cctx, inst.rpc)
-	var te *plugin.TransportError
+	var te *wire.TransportError
 	if err == nil || !errors.As(err, &te) {
 		return err
 	}
@@ -313,12 +313,12 @@ func (p *Plugin) usableLocked() (*instance, error) {
 }
 
 // start starts a plugin process (or connects to a reattached one) and describes it.
-func (p *Plugin) start() (*instance, plugin.Info, error) {
+func (p *Plugin) start() (*instance, Info, error) {
 	inst := &instance{stop: make(chan struct{}), started: time.Now(), stderr: &tailBuffer{}}
 	cfg := &goplugin.ClientConfig{
-		HandshakeConfig:  plugin.Handshake,
-		VersionedPlugins: plugin.VersionedPlugins(nil),
-		AllowedProtocols: plugin.AllowedProtocols,
+		HandshakeConfig:  wire.Handshake(),
+		VersionedPlugins: wire.VersionedPlugins(nil),
+		AllowedProtocols: wire.AllowedProtocols(),
 		Logger:           newHCLogBridge(p.log),
 		StartTimeout:     p.opts.StartTimeout,
 		Stderr:           inst.stderr,
@@ -328,7 +328,7 @@ func (p *Plugin) start() (*instance, plugin.Info, error) {
 	if p.reattach != nil {
 		cfg.Reattach = p.reattach
 		// go-plugin negotiates nothing when reattaching: pick the set of the plugin's version.
-		cfg.Plugins = plugin.VersionedPlugins(nil)[p.reattach.ProtocolVersion]
+		cfg.Plugins = wire.VersionedPlugins(nil)[p.reattach.ProtocolVersion]
 		inst.pid = p.reattach.Pid
 	} else {
 		cmd := exec.Command(p.path)
@@ -348,7 +348,7 @@ func (p *Plugin) start() (*instance, plugin.Info, error) {
 		inst.cmd = cmd
 	}
 	inst.client = goplugin.NewClient(cfg)
-	fail := func(err error) (*instance, plugin.Info, error) {
+	fail := func(err error) (*instance, Info, error) {
 		ended := inst.client.Exited()
 		p.kill(inst)
 		if ended && inst.cmd != nil && endedByItself(inst.cmd.ProcessState) {
@@ -357,7 +357,7 @@ func (p *Plugin) start() (*instance, plugin.Info, error) {
 		if tail := inst.stderr.String(); tail != "" {
 			err = fmt.Errorf("%w (plugin output: %s)", err, tail)
 		}
-		return nil, plugin.Info{}, err
+		return nil, Info{}, err
 	}
 	proto, err := inst.client.Client()
 	if err != nil {
@@ -373,13 +373,13 @@ func (p *Plugin) start() (*instance, plugin.Info, error) {
 	if gc, ok := proto.(*goplugin.GRPCClient); ok {
 		inst.conn = gc.Conn
 	}
-	raw, err := proto.Dispense(plugin.PluginName)
+	raw, err := proto.Dispense(wire.PluginName)
 	if err != nil {
 		return fail(fmt.Errorf("plugin %s: %w", p.origin, err))
 	}
-	rpc, ok := raw.(*plugin.GRPCClient)
+	rpc, ok := raw.(*wire.GRPCClient)
 	if !ok {
-		return fail(fmt.Errorf("plugin %s: dispensed %T, want *plugin.GRPCClient", p.origin, raw))
+		return fail(fmt.Errorf("plugin %s: dispensed %T, want *wire.GRPCClient", p.origin, raw))
 	}
 	inst.rpc = rpc
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.CallTimeout)
@@ -394,11 +394,11 @@ func (p *Plugin) start() (*instance, plugin.Info, error) {
 	if len(info.Names) == 0 {
 		return fail(fmt.Errorf("plugin %s serves no provisioner names", p.origin))
 	}
-	return inst, info, nil
+	return inst, Info(info), nil
 }
 
 // started records the outcome of a start.
-func (p *Plugin) started(inst *instance, info plugin.Info, err error) startResult {
+func (p *Plugin) started(inst *instance, info Info, err error) startResult {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err == nil && p.described && !sameNames(info.Names, p.info.Names) {
@@ -590,7 +590,7 @@ func sameNames(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-func copyInfo(in plugin.Info) plugin.Info {
+func copyInfo(in Info) Info {
 	out := in
 	out.Names = slices.Clone(in.Names)
 	out.ParameterSchema = slices.Clone(in.ParameterSchema)

@@ -21,7 +21,7 @@
 // versions:
 // 	protoc-gen-go v1.36.11
 // 	protoc        v3.21.12
-// source: provisioner/plugin/pluginpb/provisioner.proto
+// source: provisioner/plugin/internal/pluginpb/provisioner.proto
 
 package pluginpb
 
@@ -80,11 +80,11 @@ func (x Code) String() string {
 }
 
 func (Code) Descriptor() protoreflect.EnumDescriptor {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes[0].Descriptor()
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes[0].Descriptor()
 }
 
 func (Code) Type() protoreflect.EnumType {
-	return &file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes[0]
+	return &file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes[0]
 }
 
 func (x Code) Number() protoreflect.EnumNumber {
@@ -93,7 +93,7 @@ func (x Code) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Code.Descriptor instead.
 func (Code) EnumDescriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
 }
 
 // BadValueKind is the Go type of a field.Error's BadValue; field.Error prints some types
@@ -158,11 +158,11 @@ func (x BadValueKind) String() string {
 }
 
 func (BadValueKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes[1].Descriptor()
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes[1].Descriptor()
 }
 
 func (BadValueKind) Type() protoreflect.EnumType {
-	return &file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes[1]
+	return &file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes[1]
 }
 
 func (x BadValueKind) Number() protoreflect.EnumNumber {
@@ -171,7 +171,7 @@ func (x BadValueKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BadValueKind.Descriptor instead.
 func (BadValueKind) EnumDescriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
 }
 
 // DescribeRequest is empty; it exists so that fields can be added.
@@ -183,7 +183,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[0]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +195,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[0]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +208,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
 }
 
 // DescribeResponse is provisioner.Description plus what the host logs about the plugin.
@@ -232,7 +232,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[1]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +244,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[1]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +257,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *DescribeResponse) GetNames() []string {
@@ -314,7 +314,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[2]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +326,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[2]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +339,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{2}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Image) GetImage() string {
@@ -369,7 +369,7 @@ type Images struct {
 
 func (x *Images) Reset() {
 	*x = Images{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[3]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +381,7 @@ func (x *Images) String() string {
 func (*Images) ProtoMessage() {}
 
 func (x *Images) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[3]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +394,7 @@ func (x *Images) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Images.ProtoReflect.Descriptor instead.
 func (*Images) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{3}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Images) GetExporter() *Image {
@@ -432,7 +432,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[4]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +444,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[4]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +457,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{4}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Request) GetSet() []byte {
@@ -511,7 +511,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[5]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +523,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[5]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +536,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{5}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{5}
 }
 
 // RenderPodResponse carries the rendered Pod.
@@ -550,7 +550,7 @@ type RenderPodResponse struct {
 
 func (x *RenderPodResponse) Reset() {
 	*x = RenderPodResponse{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[6]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +562,7 @@ func (x *RenderPodResponse) String() string {
 func (*RenderPodResponse) ProtoMessage() {}
 
 func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[6]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +575,7 @@ func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderPodResponse.ProtoReflect.Descriptor instead.
 func (*RenderPodResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{6}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RenderPodResponse) GetPod() []byte {
@@ -596,7 +596,7 @@ type EnrichDriversResponse struct {
 
 func (x *EnrichDriversResponse) Reset() {
 	*x = EnrichDriversResponse{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[7]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +608,7 @@ func (x *EnrichDriversResponse) String() string {
 func (*EnrichDriversResponse) ProtoMessage() {}
 
 func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[7]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +621,7 @@ func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrichDriversResponse.ProtoReflect.Descriptor instead.
 func (*EnrichDriversResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{7}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EnrichDriversResponse) GetDrivers() []byte {
@@ -640,7 +640,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[8]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +652,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[8]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +665,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{8}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{8}
 }
 
 // Error is a provisioner failure, sent as the detail of the RPC's gRPC status.
@@ -682,7 +682,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[9]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +694,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[9]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +707,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{9}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Error) GetCode() Code {
@@ -751,7 +751,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +763,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +776,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FieldError) GetType() string {
@@ -828,11 +828,11 @@ func (x *FieldError) GetCoveredByDeclarative() bool {
 	return false
 }
 
-var File_provisioner_plugin_pluginpb_provisioner_proto protoreflect.FileDescriptor
+var File_provisioner_plugin_internal_pluginpb_provisioner_proto protoreflect.FileDescriptor
 
-const file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc = "" +
+const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"\n" +
-	"-provisioner/plugin/pluginpb/provisioner.proto\x12\x1aexporterset.provisioner.v1\"\x11\n" +
+	"6provisioner/plugin/internal/pluginpb/provisioner.proto\x12\x1aexporterset.provisioner.v1\"\x11\n" +
 	"\x0fDescribeRequest\"\x84\x02\n" +
 	"\x10DescribeResponse\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x18\n" +
@@ -898,23 +898,23 @@ const file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc = "" +
 	"\bValidate\x12#.exporterset.provisioner.v1.Request\x1a,.exporterset.provisioner.v1.ValidateResponse\x12_\n" +
 	"\tRenderPod\x12#.exporterset.provisioner.v1.Request\x1a-.exporterset.provisioner.v1.RenderPodResponse\x12g\n" +
 	"\rEnrichDrivers\x12#.exporterset.provisioner.v1.Request\x1a1.exporterset.provisioner.v1.EnrichDriversResponse\x12[\n" +
-	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponseB@Z>github.com/exporterset/exporterset/provisioner/plugin/pluginpbb\x06proto3"
+	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponseBIZGgithub.com/exporterset/exporterset/provisioner/plugin/internal/pluginpbb\x06proto3"
 
 var (
-	file_provisioner_plugin_pluginpb_provisioner_proto_rawDescOnce sync.Once
-	file_provisioner_plugin_pluginpb_provisioner_proto_rawDescData []byte
+	file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescOnce sync.Once
+	file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescData []byte
 )
 
-func file_provisioner_plugin_pluginpb_provisioner_proto_rawDescGZIP() []byte {
-	file_provisioner_plugin_pluginpb_provisioner_proto_rawDescOnce.Do(func() {
-		file_provisioner_plugin_pluginpb_provisioner_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc)))
+func file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP() []byte {
+	file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescOnce.Do(func() {
+		file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc)))
 	})
-	return file_provisioner_plugin_pluginpb_provisioner_proto_rawDescData
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescData
 }
 
-var file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
-var file_provisioner_plugin_pluginpb_provisioner_proto_goTypes = []any{
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes = []any{
 	(Code)(0),                     // 0: exporterset.provisioner.v1.Code
 	(BadValueKind)(0),             // 1: exporterset.provisioner.v1.BadValueKind
 	(*DescribeRequest)(nil),       // 2: exporterset.provisioner.v1.DescribeRequest
@@ -929,7 +929,7 @@ var file_provisioner_plugin_pluginpb_provisioner_proto_goTypes = []any{
 	(*Error)(nil),                 // 11: exporterset.provisioner.v1.Error
 	(*FieldError)(nil),            // 12: exporterset.provisioner.v1.FieldError
 }
-var file_provisioner_plugin_pluginpb_provisioner_proto_depIdxs = []int32{
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs = []int32{
 	5,  // 0: exporterset.provisioner.v1.DescribeResponse.default_images:type_name -> exporterset.provisioner.v1.Images
 	4,  // 1: exporterset.provisioner.v1.Images.exporter:type_name -> exporterset.provisioner.v1.Image
 	4,  // 2: exporterset.provisioner.v1.Images.runtime:type_name -> exporterset.provisioner.v1.Image
@@ -954,27 +954,27 @@ var file_provisioner_plugin_pluginpb_provisioner_proto_depIdxs = []int32{
 	0,  // [0:7] is the sub-list for field type_name
 }
 
-func init() { file_provisioner_plugin_pluginpb_provisioner_proto_init() }
-func file_provisioner_plugin_pluginpb_provisioner_proto_init() {
-	if File_provisioner_plugin_pluginpb_provisioner_proto != nil {
+func init() { file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() }
+func file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() {
+	if File_provisioner_plugin_internal_pluginpb_provisioner_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_pluginpb_provisioner_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc)),
 			NumEnums:      2,
 			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_provisioner_plugin_pluginpb_provisioner_proto_goTypes,
-		DependencyIndexes: file_provisioner_plugin_pluginpb_provisioner_proto_depIdxs,
-		EnumInfos:         file_provisioner_plugin_pluginpb_provisioner_proto_enumTypes,
-		MessageInfos:      file_provisioner_plugin_pluginpb_provisioner_proto_msgTypes,
+		GoTypes:           file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes,
+		DependencyIndexes: file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs,
+		EnumInfos:         file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes,
+		MessageInfos:      file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes,
 	}.Build()
-	File_provisioner_plugin_pluginpb_provisioner_proto = out.File
-	file_provisioner_plugin_pluginpb_provisioner_proto_goTypes = nil
-	file_provisioner_plugin_pluginpb_provisioner_proto_depIdxs = nil
+	File_provisioner_plugin_internal_pluginpb_provisioner_proto = out.File
+	file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes = nil
+	file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs = nil
 }

@@ -21,7 +21,7 @@
 // versions:
 // - protoc-gen-go-grpc v1.6.2
 // - protoc             v3.21.12
-// source: provisioner/plugin/pluginpb/provisioner.proto
+// source: provisioner/plugin/internal/pluginpb/provisioner.proto
 
 package pluginpb
 
@@ -304,5 +304,5 @@ var Provisioner_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
-	Metadata: "provisioner/plugin/pluginpb/provisioner.proto",
+	Metadata: "provisioner/plugin/internal/pluginpb/provisioner.proto",
 }

@@ -1,4 +1,4 @@
-package plugin_test
+package wire_test
 
 import (
 	"context"

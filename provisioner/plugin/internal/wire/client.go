@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
 // GRPCClient is a provisioner.Provisioner that calls a plugin over one gRPC connection. It does

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
 // Kubernetes objects cross the wire as the JSON of their API types, the encoding they already

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
 // A provisioner error crosses the wire as the detail of a gRPC status, so that its code, its

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
 // GRPCPlugin is the go-plugin plugin of protocol v1: on the plugin side it registers Impl as

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	goplugin "github.com/hashicorp/go-plugin"
@@ -19,17 +19,22 @@ const PluginName = "provisioner"
 // exporterset-provisioner-renode.
 const BinaryPrefix = "exporterset-provisioner-"
 
-// Handshake is the go-plugin handshake of host and plugins. The magic cookie is not a security
-// measure: it makes a plugin binary started by hand say what it is instead of waiting for a
-// host. ProtocolVersion is left 0 because the versions come from VersionedPlugins.
-var Handshake = goplugin.HandshakeConfig{
-	MagicCookieKey:   "EXPORTERSET_PROVISIONER_PLUGIN",
-	MagicCookieValue: "b7f4b1e2-provisioner-v1-9c1d5e0a",
+// Handshake returns the go-plugin handshake of host and plugins. The magic cookie is not a
+// security measure: it makes a plugin binary started by hand say what it is instead of waiting
+// for a host. ProtocolVersion is left 0 because the versions come from VersionedPlugins. It is
+// a function, not a variable, so that nothing can change the cookie every released plugin
+// binary carries.
+func Handshake() goplugin.HandshakeConfig {
+	return goplugin.HandshakeConfig{
+		MagicCookieKey:   "EXPORTERSET_PROVISIONER_PLUGIN",
+		MagicCookieValue: "b7f4b1e2-provisioner-v1-9c1d5e0a",
+	}
 }
 
-// AllowedProtocols is gRPC only. It must be set explicitly on the host: go-plugin accepts only
-// net/rpc when it is left unset, and net/rpc would need a second implementation of everything.
-var AllowedProtocols = []goplugin.Protocol{goplugin.ProtocolGRPC}
+// AllowedProtocols returns gRPC only. It must be set explicitly on the host: go-plugin accepts
+// only net/rpc when it is left unset, and net/rpc would need a second implementation of
+// everything.
+func AllowedProtocols() []goplugin.Protocol { return []goplugin.Protocol{goplugin.ProtocolGRPC} }
 
 // VersionedPlugins returns the plugin sets per protocol version. impl is the provisioner a
 // plugin serves; a host passes nil.

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"encoding/json"
@@ -11,14 +11,10 @@ import (
 
 // EnvReattach names the environment variable that makes the host use plugins already running
 // (started by hand, typically in a debugger) instead of starting binaries. Its value is a JSON
-// object of ReattachConfig by label, as printed by a plugin started with EnvDebug=1:
+// object of ReattachConfig by label, as printed by a plugin in debug mode (plugin.EnvDebug):
 //
 //	EXPORTERSET_REATTACH_PROVISIONERS='{"exporterset-provisioner-renode":{"Protocol":"grpc","ProtocolVersion":1,"Pid":4242,"Test":true,"Addr":{"Network":"unix","String":"/tmp/plugin123"}}}'
 const EnvReattach = "EXPORTERSET_REATTACH_PROVISIONERS"
-
-// EnvDebug names the environment variable that makes Serve run the plugin in debug mode: it
-// serves without a host, prints the EnvReattach line to use, and runs until interrupted.
-const EnvDebug = "EXPORTERSET_PLUGIN_DEBUG"
 
 // ReattachConfig is how to reach a running plugin: go-plugin's ReattachConfig in a form that
 // survives JSON (go-plugin's holds a net.Addr interface).

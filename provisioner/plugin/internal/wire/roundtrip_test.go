@@ -1,4 +1,4 @@
-package plugin_test
+package wire_test
 
 import (
 	"context"
@@ -17,14 +17,14 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 	"github.com/exporterset/exporterset/provisioner/plugin/internal/testprov"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/wire"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
 // inMemory serves impl on an in-memory gRPC connection, the protocol without processes.
-func inMemory(t testing.TB, register func(*grpc.Server)) *plugin.GRPCClient {
+func inMemory(t testing.TB, register func(*grpc.Server)) *wire.GRPCClient {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer()
@@ -38,11 +38,11 @@ func inMemory(t testing.TB, register func(*grpc.Server)) *plugin.GRPCClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return plugin.NewGRPCClient(conn)
+	return wire.NewGRPCClient(conn)
 }
 
-func serve(t testing.TB, impl provisioner.Provisioner) *plugin.GRPCClient {
-	return inMemory(t, func(s *grpc.Server) { pluginpb.RegisterProvisionerServer(s, plugin.NewGRPCServer(impl)) })
+func serve(t testing.TB, impl provisioner.Provisioner) *wire.GRPCClient {
+	return inMemory(t, func(s *grpc.Server) { pluginpb.RegisterProvisionerServer(s, wire.NewGRPCServer(impl)) })
 }
 
 type printsAs string
@@ -204,16 +204,16 @@ func TestDescribeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !apiequality.Semantic.DeepEqual(info.Description, want) || info.ProtocolVersion != plugin.ProtocolVersion {
-		t.Errorf("got %+v, want %+v at protocol %d", info, want, plugin.ProtocolVersion)
+	if !apiequality.Semantic.DeepEqual(info.Description, want) || info.ProtocolVersion != wire.ProtocolVersion {
+		t.Errorf("got %+v, want %+v at protocol %d", info, want, wire.ProtocolVersion)
 	}
 }
 
 func TestUnimplementedRPCIsInternal(t *testing.T) {
 	c := inMemory(t, func(*grpc.Server) {}) // a server that serves nothing: a protocol mismatch
 	err := c.Validate(t.Context(), nil)
-	var te *plugin.TransportError
-	if provisioner.CodeOf(err) != provisioner.CodeInternal || !errors.As(err, &te) || plugin.IsConnectionLost(err) {
+	var te *wire.TransportError
+	if provisioner.CodeOf(err) != provisioner.CodeInternal || !errors.As(err, &te) || wire.IsConnectionLost(err) {
 		t.Errorf("got %v (%s), want an internal *TransportError", err, provisioner.CodeOf(err))
 	}
 }

@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/exporterset/exporterset/provisioner/plugin/pluginpb"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
 // modulePath is this module; a plugin reports the version of it that it was built with.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/exporterset/exporterset/provisioner/plugin"
 	"github.com/exporterset/exporterset/provisioner/plugin/internal/testprov"
+	"github.com/exporterset/exporterset/provisioner/plugin/internal/wire"
 )
 
 func main() {
@@ -56,17 +57,20 @@ func main() {
 		return
 	case "wrong-protocol":
 		goplugin.Serve(&goplugin.ServeConfig{
-			HandshakeConfig:  plugin.Handshake,
-			VersionedPlugins: map[int]goplugin.PluginSet{99: plugin.VersionedPlugins(p)[plugin.ProtocolVersion]},
+			HandshakeConfig:  wire.Handshake(),
+			VersionedPlugins: map[int]goplugin.PluginSet{99: wire.VersionedPlugins(p)[wire.ProtocolVersion]},
 			GRPCServer:       goplugin.DefaultGRPCServer,
 		})
 		return
 	case "netrpc":
 		goplugin.Serve(&goplugin.ServeConfig{
-			HandshakeConfig:  plugin.Handshake,
-			VersionedPlugins: plugin.VersionedPlugins(p),
+			HandshakeConfig:  wire.Handshake(),
+			VersionedPlugins: wire.VersionedPlugins(p),
 		})
 		return
 	}
-	plugin.Serve(p)
+	if err := plugin.Serve(p); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
