@@ -26,7 +26,7 @@ const (
 
 	// ExporterContainer runs `jmp run`; it is the Pod's only main container, so its exit
 	// (after one lease under ExitAndReplace) completes the Pod.
-	ExporterContainer = "exporter"
+	ExporterContainer = provisioner.ExporterContainerName
 	// RuntimeContainer is the native sidecar running the QEMU runtime image.
 	RuntimeContainer = "target-runtime"
 	// LauncherInitContainer copies jumpstarter-exec from the exporter image to SharedDir.
@@ -36,7 +36,7 @@ const (
 	// The runtime shares it, so files either side writes on /shared and /disk (flashed
 	// images, sockets) are the other's to read and write without root or world-writable
 	// modes.
-	RunAsUser int64 = 65532
+	RunAsUser = provisioner.ExporterUID
 
 	// AnnotationAccelerator on the Pod says how QEMU will run the guest: AcceleratorKVM or
 	// AcceleratorTCG.
@@ -54,7 +54,6 @@ const (
 const (
 	sharedVolume = "shared"
 	diskVolume   = "disk"
-	configVolume = "exporter-config"
 	// launcherInImage is where the exporter image installs jumpstarter-exec.
 	launcherInImage = "/jumpstarter/bin/jumpstarter-exec"
 	// envLogFields is read by jumpstarter-exec to tag its log lines, as upstream sets it.
@@ -74,7 +73,6 @@ func (p *Provisioner) renderPod(req *provisioner.Request, pl *plan) *corev1.Pod 
 
 	sharedMount := corev1.VolumeMount{Name: sharedVolume, MountPath: SharedDir}
 	diskMount := corev1.VolumeMount{Name: diskVolume, MountPath: DiskDir}
-	configMount := corev1.VolumeMount{Name: configVolume, MountPath: provisioner.ExporterConfigDir, ReadOnly: true}
 	socketEnv := corev1.EnvVar{Name: EnvLauncherSocket, Value: LauncherSocketPath}
 
 	runtimeEnv := []corev1.EnvVar{socketEnv}
@@ -106,34 +104,13 @@ func (p *Provisioner) renderPod(req *provisioner.Request, pl *plan) *corev1.Pod 
 		VolumeMounts:    []corev1.VolumeMount{sharedMount, diskMount},
 		SecurityContext: containerSecurity(),
 	}
-	exporter := corev1.Container{
-		Name:            ExporterContainer,
-		Image:           images.Exporter.Image,
-		ImagePullPolicy: images.Exporter.PullPolicy,
-		Command:         []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
-		Env:             []corev1.EnvVar{socketEnv},
-		EnvFrom:         credentials(req),
-		Resources:       exporterResources(pl.kvm),
-		VolumeMounts:    []corev1.VolumeMount{sharedMount, diskMount, configMount},
-		SecurityContext: containerSecurity(),
-	}
 
 	sizeLimit := sharedSizeLimit.DeepCopy()
-	mode := configFileMode
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
-		// Never: the exporter's exit after its lease completes the Pod (ExitAndReplace); a
-		// failed Pod is replaced by the reconciler, not restarted in place.
-		RestartPolicy:  corev1.RestartPolicyNever,
 		InitContainers: []corev1.Container{launcher, runtime},
-		Containers:     []corev1.Container{exporter},
 		Volumes: []corev1.Volume{
 			{Name: sharedVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &sizeLimit}}},
 			diskVolumeFor(pl.params),
-			{Name: configVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName:  req.ConfigSecretName,
-				Items:       []corev1.KeyToPath{{Key: provisioner.ExporterConfigFile, Path: provisioner.ExporterConfigFile}},
-				DefaultMode: &mode,
-			}}},
 		},
 		NodeSelector:    maps.Clone(sched.NodeSelector),
 		Tolerations:     cloneTolerations(sched.Tolerations),
@@ -143,6 +120,15 @@ func (p *Provisioner) renderPod(req *provisioner.Request, pl *plan) *corev1.Pod 
 		AutomountServiceAccountToken: ptr(false),
 		EnableServiceLinks:           ptr(false),
 	}}
+	// The exporter is the Pod's only main container: its exit after one lease completes the
+	// Pod (ExitAndReplace). It gets the resolved images, not the request's raw ones.
+	withImages := *req
+	withImages.Images = images
+	exporter := provisioner.AddExporterContainer(pod, &withImages, provisioner.WithConfigFileMode(configFileMode))
+	exporter.Env = []corev1.EnvVar{socketEnv}
+	exporter.EnvFrom = credentials(req)
+	exporter.Resources = exporterResources(pl.kvm)
+	exporter.VolumeMounts = append([]corev1.VolumeMount{sharedMount, diskMount}, exporter.VolumeMounts...)
 	pod.Annotations = map[string]string{AnnotationAccelerator: pl.accelerator(req.Class)}
 	return pod
 }

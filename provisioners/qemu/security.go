@@ -1,6 +1,10 @@
 package qemu
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/exporterset/exporterset/provisioner"
+)
 
 // podSecurity runs the whole Pod as RunAsUser with fsGroup set, so the emptyDirs and the
 // ephemeral volume are group-owned and writable by every container. OnRootMismatch skips the
@@ -19,19 +23,9 @@ func podSecurity() *corev1.PodSecurityContext {
 
 // containerSecurity is the same for all three containers, the runtime included: QEMU needs
 // no capability (user-mode networking, no tap devices), no privilege (KVM is a device the
-// device plugin hands over, opened like a file) and no host path. The Pod-level settings
-// are repeated so that every container is restricted on its own, whatever the Pod says.
-//
-// The root filesystem stays writable: the exporter and runtime images write temporary files
-// (cloud-init seeds, the exporter's cache) outside the mounted volumes.
+// device plugin hands over, opened like a file) and no host path, so the exporter's
+// restricted context fits it too. The Pod-level settings are repeated so that every
+// container is restricted on its own, whatever the Pod says.
 func containerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr(true),
-		RunAsUser:                ptr(RunAsUser),
-		RunAsGroup:               ptr(RunAsUser),
-		Privileged:               ptr(false),
-		AllowPrivilegeEscalation: ptr(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
+	return provisioner.RestrictedSecurityContext()
 }
