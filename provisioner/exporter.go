@@ -35,7 +35,8 @@ func WithConfigFileMode(mode int32) ExporterOption {
 //
 //   - a container named ExporterContainerName running `jmp run --exporter-config
 //     ExporterConfigPath`, with the image and pull policy of req.Images.Exporter and
-//     RestrictedSecurityContext, appended to pod.Spec.Containers;
+//     RestrictedSecurityContext, inserted first in pod.Spec.Containers, so that kubectl
+//     logs and exec pick it by default;
 //   - the volume ExporterConfigVolume of the Secret req.ConfigSecretName (its
 //     ExporterConfigFile key only), mounted read-only at ExporterConfigDir, appended to
 //     pod.Spec.Volumes;
@@ -43,7 +44,7 @@ func WithConfigFileMode(mode int32) ExporterOption {
 //     rather than restart it, and a failed Pod is replaced by the reconciler.
 //
 // It returns the added container for the caller to extend (environment, resources, more
-// mounts). The pointer is into pod.Spec.Containers: it is valid until the next append to it.
+// mounts). The pointer is into pod.Spec.Containers: it is valid until that slice changes.
 func AddExporterContainer(pod *corev1.Pod, req *Request, opts ...ExporterOption) *corev1.Container {
 	var o exporterOptions
 	for _, opt := range opts {
@@ -58,15 +59,15 @@ func AddExporterContainer(pod *corev1.Pod, req *Request, opts ...ExporterOption)
 			DefaultMode: o.configFileMode,
 		}},
 	})
-	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
+	pod.Spec.Containers = append([]corev1.Container{{
 		Name:            ExporterContainerName,
 		Image:           req.Images.Exporter.Image,
 		ImagePullPolicy: req.Images.Exporter.PullPolicy,
 		Command:         []string{"jmp", "run", "--exporter-config", ExporterConfigPath},
 		VolumeMounts:    []corev1.VolumeMount{{Name: ExporterConfigVolume, MountPath: ExporterConfigDir, ReadOnly: true}},
 		SecurityContext: RestrictedSecurityContext(),
-	})
-	return &pod.Spec.Containers[len(pod.Spec.Containers)-1]
+	}}, pod.Spec.Containers...)
+	return &pod.Spec.Containers[0]
 }
 
 // RestrictedSecurityContext is a container security context that meets the Pod Security

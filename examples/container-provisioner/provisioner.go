@@ -104,8 +104,7 @@ func (Provisioner) Validate(_ context.Context, req *provisioner.Request) error {
 	return provisioner.InvalidFields(errs)
 }
 
-// RenderPod returns the exporter and target containers; the exporter reads its config from the
-// Secret the reconciler writes.
+// RenderPod returns the target container next to the exporter.
 func (Provisioner) RenderPod(_ context.Context, req *provisioner.Request) (*corev1.Pod, error) {
 	p, res, errs := parse(req)
 	if len(errs) > 0 {
@@ -130,16 +129,8 @@ func (Provisioner) RenderPod(_ context.Context, req *provisioner.Request) (*core
 	if spec.CredentialsSecretRef != nil { // its keys become the target's environment
 		target.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *spec.CredentialsSecretRef}}}
 	}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever, // an exporter that exits after its lease completes the Pod
-		Containers: []corev1.Container{{
-			Name: "exporter", Image: req.Images.Exporter.Image, ImagePullPolicy: req.Images.Exporter.PullPolicy,
-			Command:      []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
-			VolumeMounts: []corev1.VolumeMount{{Name: "exporter-config", MountPath: provisioner.ExporterConfigDir, ReadOnly: true}},
-		}, target},
-		Volumes: []corev1.Volume{{Name: "exporter-config", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-	}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{target}}}
+	provisioner.AddExporterContainer(pod, req) // jmp run, reading the config Secret the reconciler writes
 	if s := spec.Scheduling; s != nil {
 		pod.Spec.NodeSelector = maps.Clone(s.NodeSelector)
 		pod.Spec.Tolerations = slices.Clone(s.Tolerations)

@@ -94,15 +94,9 @@ func echoProvisioner() provisioner.Provisioner {
 			Exporter: provisioner.Image{Image: "quay.io/jumpstarter-dev/jumpstarter:latest", PullPolicy: corev1.PullIfNotPresent},
 		}},
 		RenderPodFn: func(_ context.Context, req *provisioner.Request) (*corev1.Pod, error) {
-			return &corev1.Pod{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{
-					Name: "exporter", Image: req.Images.Exporter.Image,
-					Command:      []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
-					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: provisioner.ExporterConfigDir, ReadOnly: true}},
-				}},
-				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-			}}, nil
+			pod := &corev1.Pod{}
+			provisioner.AddExporterContainer(pod, req)
+			return pod, nil
 		},
 	}
 }

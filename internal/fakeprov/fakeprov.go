@@ -126,19 +126,10 @@ func (f *Fake) RenderPod(_ context.Context, req *provisioner.Request) (*corev1.P
 		return nil, err
 	}
 	sec := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []corev1.Container{
-			{
-				Name: "exporter", Image: req.Images.Exporter.Image, ImagePullPolicy: req.Images.Exporter.PullPolicy,
-				Command:         []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "config", MountPath: provisioner.ExporterConfigDir, ReadOnly: true}},
-				SecurityContext: sec,
-			},
-			{Name: "runtime", Image: req.Images.Runtime.Image, ImagePullPolicy: req.Images.Runtime.PullPolicy, SecurityContext: sec},
-		},
-		Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-	}}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: "runtime", Image: req.Images.Runtime.Image, ImagePullPolicy: req.Images.Runtime.PullPolicy, SecurityContext: sec},
+	}}}
+	provisioner.AddExporterContainer(pod, req) // first: Containers[1] is the runtime
 	if sc := req.Class.Spec.Scheduling; sc != nil {
 		// As a real provisioner does: the class decides where Pods run and what the
 		// runtime requests, so the scheduler can refuse them.

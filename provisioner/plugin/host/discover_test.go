@@ -48,7 +48,13 @@ func TestDiscoverAndConformance(t *testing.T) {
 		t.Errorf("origin %q, want %q", o, path)
 	}
 	p, _ := reg.Get("container.example.dev")
-	provisionertest.Run(t, p, provisionertest.Config{
+	provisionertest.Run(t, p, exampleKitConfig())
+}
+
+// exampleKitConfig is the conformance kit's configuration for the example plugin, judged by
+// the test API server.
+func exampleKitConfig() provisionertest.Config {
+	return provisionertest.Config{
 		Parameters: `{"image": "busybox:1.36", "command": ["sleep", "infinity"], "resources": {"memory": "64Mi"}}`,
 		Names:      []string{"container.example.dev"},
 		Invalid: []provisionertest.Invalid{
@@ -56,7 +62,7 @@ func TestDiscoverAndConformance(t *testing.T) {
 			{Name: "unknown parameter", Parameters: `{"image": "x", "colour": "red"}`, Fields: []string{"parameters.colour"}},
 		},
 		DryRun: func(ctx context.Context, pod *corev1.Pod) error { return env.DryRunCreate(ctx, pod) },
-	})
+	}
 }
 
 // TestDuplicateNames: two plugins serving one name, or a plugin serving a built-in's name, is

@@ -152,16 +152,9 @@ func (p Provisioner) RenderPod(ctx context.Context, req *provisioner.Request) (*
 	if prm.Memory != "" {
 		target.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(prm.Memory)}
 	}
-	return &corev1.Pod{Spec: corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []corev1.Container{{
-			Name: "exporter", Image: req.Images.Exporter.Image, ImagePullPolicy: req.Images.Exporter.PullPolicy,
-			Command:      []string{"jmp", "run", "--exporter-config", provisioner.ExporterConfigPath},
-			VolumeMounts: []corev1.VolumeMount{{Name: "exporter-config", MountPath: provisioner.ExporterConfigDir, ReadOnly: true}},
-		}, target},
-		Volumes: []corev1.Volume{{Name: "exporter-config", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-	}}, nil
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{target}}}
+	provisioner.AddExporterContainer(pod, req)
+	return pod, nil
 }
 
 // EnrichDrivers returns the template's drivers.
