@@ -24,7 +24,8 @@ type Provisioner interface {
 
 	// RenderPod returns the instance Pod for req.Exporter. The reconciler sets its name,
 	// namespace, labels and owner; the provisioner fills the spec and may add labels and
-	// annotations of its own. The Pod must mount req.ConfigSecretName at ExporterConfigDir.
+	// annotations of its own. The Pod must run the exporter with req.ConfigSecretName mounted
+	// at ExporterConfigDir and restartPolicy Never; AddExporterContainer does both.
 	RenderPod(ctx context.Context, req *Request) (*corev1.Pod, error)
 
 	// EnrichDrivers returns the exporter's driver list with what this provisioner's runtime
