@@ -4,15 +4,13 @@
 package main
 
 import (
-	"fmt"
-	"os"
+	"log"
 
 	"github.com/exporterset/exporterset/provisioner/plugin"
 )
 
 func main() {
 	if err := plugin.Serve(Provisioner{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Fatal(err) // started by hand: the error says how to run it in debug mode
 	}
 }

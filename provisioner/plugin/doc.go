@@ -10,8 +10,7 @@
 //
 //	func main() {
 //		if err := plugin.Serve(myProvisioner{}); err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
+//			log.Fatal(err)
 //		}
 //	}
 //

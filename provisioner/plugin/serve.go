@@ -33,8 +33,7 @@ const EnvDebug = "EXPORTERSET_PLUGIN_DEBUG"
 //
 //	func main() {
 //		if err := plugin.Serve(myProvisioner{}); err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
+//			log.Fatal(err)
 //		}
 //	}
 //
@@ -54,6 +53,21 @@ func Serve(p provisioner.Provisioner, opts ...ServeOpt) error {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.debugCtx == nil {
+		if debug, _ := strconv.ParseBool(os.Getenv(EnvDebug)); debug {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c.debugCtx, c.debugOut = ctx, os.Stdout
+		}
+	}
+	handshake := wire.Handshake()
+	// Checked here rather than left to go-plugin, which would exit the process with a text
+	// that does not say how to run the plugin by hand; and before the log is redirected, so
+	// that main can print the error as it likes.
+	if c.debugCtx == nil && os.Getenv(handshake.MagicCookieKey) != handshake.MagicCookieValue {
+		return fmt.Errorf("%s is an ExporterSet provisioner plugin: the controller starts it from its plugin directory.\n"+
+			"To run it by hand (e.g. in a debugger), set %s=1 and follow the instructions it prints", name, EnvDebug)
+	}
 	if c.logger == nil {
 		// hclog's JSON lines on the real stderr are what go-plugin's host parses into levels
 		// and key/value pairs.
@@ -63,26 +77,13 @@ func Serve(p provisioner.Provisioner, opts ...ServeOpt) error {
 	log.SetOutput(c.logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 
 	cfg := &goplugin.ServeConfig{
-		HandshakeConfig:  wire.Handshake(),
+		HandshakeConfig:  handshake,
 		VersionedPlugins: wire.VersionedPlugins(p),
 		GRPCServer:       goplugin.DefaultGRPCServer,
 		Logger:           c.logger,
 	}
-	if c.debugCtx == nil {
-		if debug, _ := strconv.ParseBool(os.Getenv(EnvDebug)); debug {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			c.debugCtx, c.debugOut = ctx, os.Stdout
-		}
-	}
 	if c.debugCtx != nil {
 		return serveDebug(c.debugCtx, name, c.debugOut, cfg)
-	}
-	// Checked here rather than left to go-plugin, which would exit the process with a text
-	// that does not say how to run the plugin by hand.
-	if os.Getenv(cfg.MagicCookieKey) != cfg.MagicCookieValue {
-		return fmt.Errorf("%s is an ExporterSet provisioner plugin: the controller starts it from its plugin directory.\n"+
-			"To run it by hand (e.g. in a debugger), set %s=1 and follow the instructions it prints", name, EnvDebug)
 	}
 	goplugin.Serve(cfg)
 	return nil
