@@ -138,14 +138,6 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("plugin RPC %s failed: %s: %s", e.Method, e.Code, e.Message)
 }
 
-// IsConnectionLost reports whether err is an RPC that failed because the plugin could not be
-// reached (gRPC Unavailable without an answer from the provisioner): the host then restarts
-// the plugin on the next call.
-func IsConnectionLost(err error) bool {
-	var te *TransportError
-	return errors.As(err, &te) && te.Code == codes.Unavailable
-}
-
 func fieldsToPB(errs field.ErrorList) []*pluginpb.FieldError {
 	if len(errs) == 0 {
 		return nil

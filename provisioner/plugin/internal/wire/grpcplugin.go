@@ -10,26 +10,26 @@ import (
 	"github.com/exporterset/exporterset/provisioner/plugin/internal/pluginpb"
 )
 
-// GRPCPlugin is the go-plugin plugin of protocol v1: on the plugin side it registers Impl as
+// grpcPlugin is the go-plugin plugin of protocol v1: on the plugin side it registers Impl as
 // the pluginpb.Provisioner service, on the host side it dispenses a *GRPCClient.
-type GRPCPlugin struct {
+type grpcPlugin struct {
 	// NetRPCUnsupportedPlugin refuses net/rpc; the protocol is gRPC only.
 	goplugin.NetRPCUnsupportedPlugin
 	// Impl is the served provisioner; nil on the host side.
 	Impl provisioner.Provisioner
 }
 
-var _ goplugin.GRPCPlugin = (*GRPCPlugin)(nil)
+var _ goplugin.GRPCPlugin = (*grpcPlugin)(nil)
 
 // GRPCServer registers Impl on s.
-func (p *GRPCPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	pluginpb.RegisterProvisionerServer(s, NewGRPCServer(p.Impl))
 	return nil
 }
 
 // GRPCClient returns a *GRPCClient on conn whose Done is ctx's, which go-plugin cancels when
 // the plugin process exits.
-func (p *GRPCPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func (p *grpcPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
 	c := NewGRPCClient(conn)
 	c.done = ctx.Done()
 	return c, nil

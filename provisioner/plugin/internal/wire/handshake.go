@@ -40,6 +40,6 @@ func AllowedProtocols() []goplugin.Protocol { return []goplugin.Protocol{goplugi
 // plugin serves; a host passes nil.
 func VersionedPlugins(impl provisioner.Provisioner) map[int]goplugin.PluginSet {
 	return map[int]goplugin.PluginSet{
-		ProtocolVersion: {PluginName: &GRPCPlugin{Impl: impl}},
+		ProtocolVersion: {PluginName: &grpcPlugin{Impl: impl}},
 	}
 }
