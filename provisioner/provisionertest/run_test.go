@@ -46,13 +46,9 @@ func good() provisioner.Funcs {
 			if err := validate(ctx, req); err != nil {
 				return nil, err
 			}
-			return &corev1.Pod{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "exporter", Image: req.Images.Exporter.Image,
-					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: provisioner.ExporterConfigDir}}}},
-				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
-					Secret: &corev1.SecretVolumeSource{SecretName: req.ConfigSecretName}}}},
-			}}, nil
+			pod := &corev1.Pod{}
+			provisioner.AddExporterContainer(pod, req)
+			return pod, nil
 		},
 	}
 }
