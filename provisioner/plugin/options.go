@@ -28,7 +28,8 @@ func WithLogger(logger hclog.Logger) ServeOpt {
 // WithDebug serves in debug mode, as EnvDebug=1 does, but under the caller's control: without
 // a host, printing to out (os.Stdout when nil) the EXPORTERSET_REATTACH_PROVISIONERS line that
 // makes a controller (or a test, through the host package) use this process, until ctx is
-// done. Use it for a -debug flag, or to run a plugin in a test process.
+// done. Use it for a -debug flag (with a ctx from signal.NotifyContext, so that Ctrl-C ends
+// it), or to run a plugin in a test process.
 func WithDebug(ctx context.Context, out io.Writer) ServeOpt {
 	return func(c *serveConfig) {
 		if out == nil {

@@ -39,7 +39,8 @@ const EnvDebug = "EXPORTERSET_PLUGIN_DEBUG"
 //
 // It returns nil when the host ends the plugin (or, in debug mode, when the debug context is
 // done), and an error without serving when p is nil or when the binary was started by hand
-// outside debug mode. Serve never exits the process: main decides.
+// outside debug mode. Serve does not exit the process, main decides (go-plugin itself still
+// exits with status 1 in the one case it cannot report: failing to create its stdio pipes).
 //
 // The standard library's log (and so log/slog's default) is redirected to the plugin's
 // logger, by default hclog JSON lines on stderr, which the host puts into the controller's log
