@@ -102,7 +102,6 @@ func pullBlockedStatus(pod *corev1.Pod, blocked, reason, message string, now met
 	var incomplete []string
 	after := false
 	for _, c := range pod.Spec.InitContainers {
-		prev, had := statusOf(pod.Status.InitContainerStatuses, c.Name)
 		switch {
 		case c.Name == blocked:
 			blockedInit, after = true, true
@@ -111,14 +110,8 @@ func pullBlockedStatus(pod *corev1.Pod, blocked, reason, message string, now met
 		case after:
 			st.InitContainerStatuses = append(st.InitContainerStatuses, waiting(c, "PodInitializing", ""))
 			incomplete = append(incomplete, c.Name)
-		case isSidecar(c) && had && prev.State.Running != nil:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
-		case isSidecar(c):
-			st.InitContainerStatuses = append(st.InitContainerStatuses, runningContainer(pod, c, now))
-		case had && prev.State.Terminated != nil && prev.State.Terminated.ExitCode == 0:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
 		default:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, completedContainer(pod, c, now))
+			st.InitContainerStatuses = append(st.InitContainerStatuses, startedInitContainer(pod, c, now))
 		}
 	}
 	for _, c := range pod.Spec.Containers {

@@ -103,18 +103,7 @@ func runningStatus(pod *corev1.Pod, now metav1.Time) corev1.PodStatus {
 	ip := simPodIP(pod.UID)
 	st.PodIP, st.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	for _, c := range pod.Spec.InitContainers {
-		// Containers that got there earlier (while an image was pulled) keep their times.
-		prev, had := statusOf(pod.Status.InitContainerStatuses, c.Name)
-		switch {
-		case isSidecar(c) && had && prev.State.Running != nil:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
-		case isSidecar(c):
-			st.InitContainerStatuses = append(st.InitContainerStatuses, runningContainer(pod, c, now))
-		case had && prev.State.Terminated != nil && prev.State.Terminated.ExitCode == 0:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, prev)
-		default:
-			st.InitContainerStatuses = append(st.InitContainerStatuses, completedContainer(pod, c, now))
-		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, startedInitContainer(pod, c, now))
 	}
 	for _, c := range pod.Spec.Containers {
 		st.ContainerStatuses = append(st.ContainerStatuses, runningContainer(pod, c, now))
@@ -254,4 +243,20 @@ func setReadiness(st *corev1.PodStatus, pod *corev1.Pod, now metav1.Time) {
 	message := fmt.Sprintf("containers with unready status: %v", unready)
 	setPodCondition(st, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", message, now)
 	setPodCondition(st, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", message, now)
+}
+
+// startedInitContainer is the status of an init container whose image is on the node: a
+// native sidecar runs, any other has completed. One that got there earlier (while another
+// image was pulled) keeps its status and times.
+func startedInitContainer(pod *corev1.Pod, c corev1.Container, now metav1.Time) corev1.ContainerStatus {
+	prev, had := statusOf(pod.Status.InitContainerStatuses, c.Name)
+	switch {
+	case isSidecar(c) && had && prev.State.Running != nil:
+		return prev
+	case isSidecar(c):
+		return runningContainer(pod, c, now)
+	case had && prev.State.Terminated != nil && prev.State.Terminated.ExitCode == 0:
+		return prev
+	}
+	return completedContainer(pod, c, now)
 }
