@@ -63,9 +63,9 @@ type failureMemory struct {
 type setFailures struct {
 	version     string // the set's and class's versions: a change resets the count
 	everReady   map[types.UID]bool
-	counted     map[types.UID]bool   // failure keys (failureKey) counted
-	failedOnce  map[types.UID]bool   // instances with a counted failure
-	seen        map[types.UID]string // reason last seen per instance, for the metric
+	counted     map[types.UID]bool            // failure keys (failureKey) counted
+	failedOnce  map[types.UID]bool            // instances with a counted failure
+	seen        map[types.UID]map[string]bool // reasons seen per instance, for the metric
 	consecutive int
 	lastAt      time.Time
 	last        *Problem
@@ -82,7 +82,7 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 	defer m.mu.Unlock()
 	s := m.sets[key]
 	if s == nil {
-		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]string{}}
+		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]map[string]bool{}}
 		m.sets[key] = s
 	}
 	if s.version != version {
@@ -102,11 +102,15 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 		}
 		pr := in.Problem
 		if pr == nil {
-			delete(s.seen, uid)
 			continue
 		}
-		if s.seen[uid] != pr.Reason {
-			s.seen[uid] = pr.Reason
+		// Each reason counts once per instance, however often it comes and goes (an image
+		// pull between two back-offs shows no problem for a moment).
+		if !s.seen[uid][pr.Reason] {
+			if s.seen[uid] == nil {
+				s.seen[uid] = map[string]bool{}
+			}
+			s.seen[uid][pr.Reason] = true
 			out.New = append(out.New, pr)
 		}
 		failed := pr.Reason == vtv1alpha1.ReasonTargetCrashing || pr.Replace && !s.everReady[uid]
