@@ -141,7 +141,13 @@ func TestUnschedulable(t *testing.T) {
 	})
 	w.controller(env.Config)
 	w.set("pool", 0, 4, 2)
-	st := w.waitFailure("pool", vtv1alpha1.ReasonUnschedulable, 30*time.Second)
+	w.waitFailure("pool", vtv1alpha1.ReasonUnschedulable, 30*time.Second)
+	// The scheduler marks the two Pods one at a time, so the first Unschedulable status may
+	// count one of them; the second must follow.
+	st := w.waitStatus("pool", 10*time.Second, "both instances unschedulable", func(s vtv1alpha1.ExporterSetStatus) bool {
+		_, msg := degraded(s)
+		return strings.Contains(msg, "2 of 2 instances cannot be scheduled")
+	})
 	_, msg := degraded(st)
 	mustContain(t, "Degraded message", msg, "2 of 2 instances cannot be scheduled", "Insufficient devices.kubevirt.io/kvm")
 
