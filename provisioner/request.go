@@ -53,6 +53,10 @@ type Request struct {
 	// ConfigSecretName names the Secret, owned by the Exporter, whose ExporterConfigFile key
 	// holds the exporter config; empty for Validate.
 	ConfigSecretName string `json:"configSecretName,omitempty"`
+	// Credentials are the data of the class's credentials Secret (spec.credentialsSecretRef),
+	// set only for the ExternalProvisioner methods: a provisioner reaching a remote cluster or
+	// cloud gets its credentials from the host, not from RBAC of its own. Never log them.
+	Credentials map[string][]byte `json:"credentials,omitempty"`
 }
 
 // NewRequest builds the Request for set and class: parameters merged (class, then set) and
