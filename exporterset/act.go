@@ -17,20 +17,22 @@ import (
 
 // act carries out the plan: remove, retire, restart, create, then configure and start the
 // live instances. It goes on after a failed step where the steps are independent, and
-// returns every error, so one bad instance does not stall the pool.
-func (r *Reconciler) act(ctx context.Context, p *pass) error {
+// returns every error, so one bad instance does not stall the pool. seq is the next instance
+// sequence number.
+func (r *Reconciler) act(ctx context.Context, p *pass, obs *Observation, plan *Plan, seq int64) (actResult, error) {
 	var errs []error
+	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
 
-	for _, in := range p.plan.Remove {
+	for _, in := range plan.Remove {
 		done[in.Name()] = true
 	}
-	errs = append(errs, r.removeAll(ctx, p, p.plan.Remove))
-	for _, in := range p.plan.Retire {
+	errs = append(errs, r.removeAll(ctx, p, plan.Remove))
+	for _, in := range plan.Retire {
 		done[in.Name()] = true
 		errs = append(errs, r.retire(ctx, p, in))
 	}
-	for _, in := range p.obs.Strays {
+	for _, in := range obs.Strays {
 		if in.Deleting() || in.Leased() {
 			continue
 		}
@@ -41,117 +43,102 @@ func (r *Reconciler) act(ctx context.Context, p *pass) error {
 			errs = append(errs, r.retire(ctx, p, in))
 		}
 	}
-	for _, in := range p.plan.RestartPods {
+	for _, in := range plan.RestartPods {
 		errs = append(errs, r.restartPods(ctx, p, in))
 	}
-	errs = append(errs, r.createInstances(ctx, p, p.plan.Create))
+	var err error
+	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
+	if err != nil {
+		res.createErr = err
+		errs = append(errs, err)
+	}
 
 	start := map[string]bool{}
-	for _, in := range p.plan.StartPods {
+	for _, in := range plan.StartPods {
 		start[in.Name()] = true
 	}
 	var live []*Instance
-	for _, in := range p.obs.Instances {
+	for _, in := range obs.Instances {
 		if done[in.Name()] || in.Deleting() || in.Retiring() {
 			continue
 		}
 		live = append(live, in)
 	}
-	errs = append(errs, r.configureAll(ctx, p, live, start))
-	if len(p.credMissing) > 0 || p.caProblem != "" {
+	res.configured, res.caProblem, err = r.configureAll(ctx, p, live, start)
+	errs = append(errs, err)
+	if len(res.credMissing()) > 0 || res.caProblem != "" {
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
 // configureAll configures the live instances concurrently, at most createParallelism at
 // once: an instance new to the pool costs a few requests (token, config Secret, Pod), and
-// one instance after another a scale-up of N took N times their round trips. Each instance
-// works on its own copy of the pass, whose problem fields are merged back in instance
-// order, so the conditions come out exactly as one after another.
-func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance, start map[string]bool) error {
+// one instance after another a scale-up of N took N times their round trips. Each returns
+// its own result, in instance order, so the conditions come out exactly as one after
+// another. The CA bundle is read once, first, not by every instance at once.
+func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance, start map[string]bool) ([]configureResult, string, error) {
+	var ca []byte
+	var caProblem string
+	var caErr error
 	for _, in := range live {
 		if in.Credentialed() {
-			// The CA bundle is read once, here, not by every instance at once. An error is
-			// met again, and returned, by each instance below.
-			_, _ = r.caBundle(ctx, p)
+			ca, caProblem, caErr = r.caBundle(ctx, p) // without it, no config Secret is written
 			break
 		}
 	}
-	passes := make([]pass, len(live))
-	errs := make([]error, len(live))
+	results := make([]configureResult, len(live))
+	errs := make([]error, len(live), len(live)+1)
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
 	for i, in := range live {
-		passes[i] = *p
-		passes[i].credMissing, passes[i].waitingCreds, passes[i].podErr = nil, 0, nil
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
 			defer unlock()
-			errs[i] = r.configure(ctx, &passes[i], in, start[in.Name()])
+			results[i], errs[i] = r.configure(ctx, p, ca, in, start[in.Name()])
 		}()
 	}
 	wg.Wait()
-	for i := range passes {
-		q := &passes[i]
-		p.waitingCreds += q.waitingCreds
-		p.credMissing = append(p.credMissing, q.credMissing...)
-		if q.podErr != nil {
-			p.podErr = q.podErr
-		}
-		if p.caProblem == "" && q.caProblem != "" {
-			p.caProblem = q.caProblem
-		}
-		if p.ca == nil && q.ca != nil {
-			p.ca = q.ca
-		}
-	}
-	return errors.Join(errs...)
+	return results, caProblem, errors.Join(append(errs, caErr)...)
 }
 
 // removeAll removes instances concurrently, at most createParallelism at once. Each removal
 // is a re-read, a Lease list and a delete; one after another, a pass recycling the nine
 // instances a lease storm had used took over two seconds before it created a single
-// replacement. Each removal works on its own copy of the pass; their requeues are merged.
+// replacement.
 func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) error {
-	passes := make([]pass, len(ins))
 	errs := make([]error, len(ins))
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
 	for i, in := range ins {
-		passes[i] = *p
-		passes[i].requeue = 0
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = r.remove(ctx, &passes[i], in)
+			errs[i] = r.remove(ctx, p, in)
 		}()
 	}
 	wg.Wait()
-	for i := range passes {
-		p.requeueIn(passes[i].requeue)
-	}
 	return errors.Join(errs...)
 }
 
 // createInstances creates n Exporters in slow-start batches (1, 2, 4, ...), as the
 // ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
 // not n. Creates within a batch run concurrently.
-func (r *Reconciler) createInstances(ctx context.Context, p *pass, n int32) error {
+func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *Observation, n int32, seq int64) (int64, error) {
 	if n <= 0 {
-		return nil
+		return seq, nil
 	}
 	// A pass whose status write failed after it created instances leaves the sequence
 	// behind them: the names it would compute again belong to instances already counted.
 	taken := map[string]bool{}
-	for _, in := range p.obs.Instances {
+	for _, in := range obs.Instances {
 		taken[in.Name()] = true
 	}
-	for _, in := range p.obs.Strays {
+	for _, in := range obs.Strays {
 		taken[in.Name()] = true
 	}
 	remaining := int(n)
@@ -159,27 +146,25 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, n int32) erro
 		names := make([]string, batch)
 		for i := range names {
 			for {
-				names[i] = InstanceName(p.set.Name, string(p.set.UID), p.seq)
-				p.seq++
+				names[i] = InstanceName(p.set.Name, string(p.set.UID), seq)
+				seq++
 				if !taken[names[i]] {
 					break
 				}
 			}
 		}
 		created, err := r.createBatch(ctx, p, names)
-		p.created += len(created)
 		remaining -= batch
 		if r.useExpectations {
 			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
 		}
 		r.metrics.countCreated(p.set.Namespace, p.set.Name, len(created))
 		if err != nil {
-			p.createErr = err
 			r.recorder.Eventf(p.set, nil, "Warning", EventCreateFailed, "Create", "creating instances: %v", err)
-			return err
+			return seq, err
 		}
 	}
-	return nil
+	return seq, nil
 }
 
 func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (created []string, err error) {

@@ -11,17 +11,28 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
-// conditionPass builds a pass as reconcile leaves it before writing status: instances
-// diagnosed (their Problems given), counts and the failure summary computed, a plan made.
-func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*Instance) *pass {
+// condInput is what conditions is computed from, as reconcile leaves it before writing
+// status: instances diagnosed (their Problems given), counts and the failure summary
+// computed, a plan made.
+type condInput struct {
+	set     *vtv1alpha1.ExporterSet
+	binding vtv1alpha1.BindingMode
+	now     time.Time
+	res     passResult
+}
+
+func (c *condInput) conditions() []metav1.Condition {
+	return conditions(c.set, c.binding, c.now, c.res)
+}
+
+func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*Instance) *condInput {
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3}}
 	set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = minR, minAvail
-	p := &pass{set: set, now: epoch.Add(time.Hour), obs: &Observation{Instances: instances},
-		class: &vtv1alpha1.VirtualTargetClass{Spec: vtv1alpha1.VirtualTargetClassSpec{BindingMode: binding}}}
-	p.counts = ComputeStatus(instances)
-	p.failures = summarizeFailures(instances)
-	p.plan = &Plan{}
-	return p
+	return &condInput{set: set, binding: binding, now: epoch.Add(time.Hour), res: passResult{
+		counts: ComputeStatus(instances),
+		health: health{failures: summarizeFailures(instances)},
+		plan:   &Plan{},
+	}}
 }
 
 func problem(reason string) trait {
@@ -35,20 +46,20 @@ func TestAvailableTruthTable(t *testing.T) {
 	imm, wffc := vtv1alpha1.BindingImmediate, vtv1alpha1.BindingWaitForFirstConsumer
 	cases := []struct {
 		name       string
-		p          *pass
-		edit       func(*pass)
+		p          *condInput
+		edit       func(*condInput)
 		want       bool
 		wantReason string
 	}{
 		{name: "empty pool asked for nothing", p: conditionPass(0, 0, imm), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "buffer met", p: conditionPass(0, 1, imm, instance("a", ready)), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "buffer not met", p: conditionPass(0, 2, imm, instance("a", ready), instance("b")), wantReason: vtv1alpha1.ReasonWarmBufferNotMet},
-		{name: "class missing, buffer 0", p: conditionPass(0, 0, imm), edit: func(p *pass) {
-			p.class = nil
-			p.block(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found", "gone")
+		{name: "class missing, buffer 0", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
+			p.binding = ""
+			p.res.blocked = blocked(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found", "gone")
 		}, wantReason: vtv1alpha1.ReasonClassNotFound},
-		{name: "blocked even with instances available", p: conditionPass(0, 1, imm, instance("a", ready)), edit: func(p *pass) {
-			p.block(vtv1alpha1.ReasonInvalidParameters, "spec.parameters.arch: bad")
+		{name: "blocked even with instances available", p: conditionPass(0, 1, imm, instance("a", ready)), edit: func(p *condInput) {
+			p.res.blocked = blocked(vtv1alpha1.ReasonInvalidParameters, "spec.parameters.arch: bad")
 		}, wantReason: vtv1alpha1.ReasonInvalidParameters},
 		{name: "buffer 0, image cannot be pulled", p: conditionPass(0, 0, imm, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
 			wantReason: vtv1alpha1.ReasonImagePullFailed},
@@ -63,31 +74,30 @@ func TestAvailableTruthTable(t *testing.T) {
 			wantReason: vtv1alpha1.ReasonFloorNotMet},
 		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, instance("a", ready, leased("l1")), instance("b", ready, leased("l2"))),
 			want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *pass) {
-			p.backoff = backoffState{Failures: 3, Until: p.now.Add(time.Minute)}
+		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
+			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(time.Minute)}
 		}, wantReason: vtv1alpha1.ReasonBackingOff},
-		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *pass) {
-			p.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
+		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
+			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *pass) {
-			p.credMissing = []string{"credential Secret x-token of x not found"}
+		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *condInput) {
+			p.res.act.configured = []configureResult{{credMissing: "credential Secret x-token of x not found"}}
 		}, wantReason: vtv1alpha1.ReasonCredentialsMissing},
 		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
 		{name: "WaitForFirstConsumer: leased instances wait for no consumer", p: conditionPass(0, 1, wffc, instance("a", ready, leased("l"))),
 			wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
 		{name: "WaitForFirstConsumer: failing instances", p: conditionPass(0, 1, wffc, instance("a"), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
 			wantReason: vtv1alpha1.ReasonImagePullFailed},
-		{name: "WaitForFirstConsumer: blocked", p: conditionPass(0, 0, wffc), edit: func(p *pass) {
-			p.block(vtv1alpha1.ReasonProvisionerUnknown, "not served")
+		{name: "WaitForFirstConsumer: blocked", p: conditionPass(0, 0, wffc), edit: func(p *condInput) {
+			p.res.blocked = blocked(vtv1alpha1.ReasonProvisionerUnknown, "not served")
 		}, wantReason: vtv1alpha1.ReasonProvisionerUnknown},
 	}
-	r := &Reconciler{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(tc.p)
 			}
-			c := apimeta.FindStatusCondition(r.conditions(tc.p), vtv1alpha1.ConditionAvailable)
+			c := apimeta.FindStatusCondition(tc.p.conditions(), vtv1alpha1.ConditionAvailable)
 			if c == nil {
 				t.Fatal("no Available condition")
 			}
@@ -95,8 +105,8 @@ func TestAvailableTruthTable(t *testing.T) {
 				t.Errorf("Available=%s (%s: %s), want %v (%s)", c.Status, c.Reason, c.Message, tc.want, tc.wantReason)
 			}
 			// WaitForFirstConsumer is the documented exception: idle instances have no Pod.
-			if c.Status == metav1.ConditionTrue && c.Reason != vtv1alpha1.ReasonWaitForFirstConsumer && (tc.p.counts.AvailableReplicas < tc.p.set.Spec.MinAvailableReplicas || tc.p.failures.Serving < int(tc.p.set.Spec.MinReplicas)) {
-				t.Errorf("Available=True with %d available (buffer %d) and %d serving (floor %d)", tc.p.counts.AvailableReplicas, tc.p.set.Spec.MinAvailableReplicas, tc.p.failures.Serving, tc.p.set.Spec.MinReplicas)
+			if c.Status == metav1.ConditionTrue && c.Reason != vtv1alpha1.ReasonWaitForFirstConsumer && (tc.p.res.counts.AvailableReplicas < tc.p.set.Spec.MinAvailableReplicas || tc.p.res.health.failures.Serving < int(tc.p.set.Spec.MinReplicas)) {
+				t.Errorf("Available=True with %d available (buffer %d) and %d serving (floor %d)", tc.p.res.counts.AvailableReplicas, tc.p.set.Spec.MinAvailableReplicas, tc.p.res.health.failures.Serving, tc.p.set.Spec.MinReplicas)
 			}
 		})
 	}
@@ -105,10 +115,9 @@ func TestAvailableTruthTable(t *testing.T) {
 // TestDegradedFailures: a failure is Degraded with its own reason, the quoted message, the
 // count, and the backoff's next attempt; failures rank below a blocker.
 func TestDegradedFailures(t *testing.T) {
-	r := &Reconciler{}
 	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
-	p.backoff = backoffState{Failures: 2, Until: p.now.Add(4 * time.Second)}
-	c := apimeta.FindStatusCondition(r.conditions(p), vtv1alpha1.ConditionDegraded)
+	p.res.health.backoff = backoffState{Failures: 2, Until: p.now.Add(4 * time.Second)}
+	c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded)
 	if c.Status != metav1.ConditionTrue || c.Reason != vtv1alpha1.ReasonImagePullFailed {
 		t.Fatalf("Degraded=%s %s, want True ImagePullFailed", c.Status, c.Reason)
 	}
@@ -117,15 +126,15 @@ func TestDegradedFailures(t *testing.T) {
 			t.Errorf("message %q lacks %q", c.Message, want)
 		}
 	}
-	p.block(vtv1alpha1.ReasonClassNotFound, "class gone")
-	if c := apimeta.FindStatusCondition(r.conditions(p), vtv1alpha1.ConditionDegraded); c.Reason != vtv1alpha1.ReasonClassNotFound {
+	p.res.blocked = blocked(vtv1alpha1.ReasonClassNotFound, "class gone")
+	if c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded); c.Reason != vtv1alpha1.ReasonClassNotFound {
 		t.Errorf("a blocker ranks above failures; got %s", c.Reason)
 	}
 	// No failing instance left (replaced), but still backing off: said as such.
 	p = conditionPass(0, 1, vtv1alpha1.BindingImmediate)
-	p.backoff = backoffState{Failures: 4, Until: p.now.Add(time.Minute), Last: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
-	p.plan.BackingOff = true
-	conds := r.conditions(p)
+	p.res.health.backoff = backoffState{Failures: 4, Until: p.now.Add(time.Minute), Last: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
+	p.res.plan.BackingOff = true
+	conds := p.conditions()
 	for _, typ := range []string{vtv1alpha1.ConditionDegraded, vtv1alpha1.ConditionProgressing} {
 		c := apimeta.FindStatusCondition(conds, typ)
 		if c.Reason != vtv1alpha1.ReasonBackingOff || !strings.Contains(c.Message, "instance x: TargetCrashing: exit code 1") {

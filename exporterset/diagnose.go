@@ -248,9 +248,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// diagnose sets each instance's Problem and summarizes the pool's failures and the set's
-// failure backoff into the pass.
-func (r *Reconciler) diagnose(p *pass) {
+// diagnose sets each instance's Problem and returns the pool's failures and the set's
+// failure backoff.
+func (r *Reconciler) diagnose(p *pass, obs *Observation) health {
 	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
 	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
 	if p.class != nil {
@@ -259,15 +259,17 @@ func (r *Reconciler) diagnose(p *pass) {
 		}
 		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
 	}
-	for _, in := range p.obs.Instances {
+	for _, in := range obs.Instances {
 		in.Problem = d.diagnose(in)
 		// Whole seconds (the Pod's times are) plus a margin, so the pass lands after the edge.
 		if wait := d.recheckIn(in); wait > 0 {
 			p.requeueIn(wait + 100*time.Millisecond)
 		}
 	}
-	p.failures = summarizeFailures(p.obs.Instances)
-	p.backoff = r.failureMemory.observe(keyOf(p.set), version, p.now, p.obs.Instances, r.backoffBase, r.backoffCap)
+	return health{
+		failures: summarizeFailures(obs.Instances),
+		backoff:  r.failureMemory.observe(keyOf(p.set), version, p.now, obs.Instances, r.backoffBase, r.backoffCap),
+	}
 }
 
 // isFailureReason reports whether reason is an instance failure or the backoff after them.

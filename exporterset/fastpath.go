@@ -44,20 +44,20 @@ type fastEntry struct {
 
 // rememberFast records p's decisions for the fast path, or forgets them when the set is
 // blocked or starts Pods only on demand.
-func (r *Reconciler) rememberFast(p *pass) {
+func (r *Reconciler) rememberFast(p *pass, res passResult) {
 	key := keyOf(p.set)
-	if p.blocked != nil || p.req == nil || p.class == nil || p.class.Spec.BindingMode == vtv1alpha1.BindingWaitForFirstConsumer {
-		r.fast.Delete(key)
+	if res.blocked != nil || p.req == nil || p.class == nil || p.binding() == vtv1alpha1.BindingWaitForFirstConsumer {
+		r.memory.fast.dropSet(key)
 		return
 	}
 	e := fastEntry{
 		setUID: p.set.UID, generation: p.set.Generation, classVersion: p.class.ResourceVersion,
 		class: p.class, prov: p.prov, req: p.req, hash: p.hash, selector: p.selector,
 	}
-	if p.backoff.Failures > 0 {
-		e.backoffUntil = p.backoff.Until
+	if res.health.backoff.Failures > 0 {
+		e.backoffUntil = res.health.backoff.Until
 	}
-	r.fast.Store(key, e)
+	r.memory.fast.putSet(key, e)
 }
 
 // instanceLocks serialize the configuring of one instance between the fast path and the
@@ -92,11 +92,10 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if owner == nil || owner.Kind != "ExporterSet" || setName == "" || in.Deleting() || in.Retiring() || !in.Credentialed() || !in.Enabled() {
 		return reconcile.Result{}, nil
 	}
-	v, ok := r.fast.Load(e.Namespace + "/" + setName)
+	fe, ok := r.memory.fast.forSet(e.Namespace + "/" + setName)
 	if !ok {
 		return reconcile.Result{}, nil
 	}
-	fe := v.(fastEntry)
 	now := r.clock.Now()
 	if fe.setUID != owner.UID || fe.hash != in.SpecHash() || !fe.selector.Matches(labels.Set(e.Labels)) || now.Before(fe.backoffUntil) {
 		return reconcile.Result{}, nil
@@ -115,7 +114,7 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 
 	unlock := r.instanceLocks.lock(e.UID)
 	defer unlock()
-	if r.startedPods.pending(e.UID, now) {
+	if r.memory.podPending(keyOf(&set), e.UID, now) {
 		return reconcile.Result{}, nil
 	}
 	fresh, err := r.freshInstance(ctx, in)
@@ -123,10 +122,14 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	p := &pass{
-		set: &set, orig: &set, now: now, class: fe.class, prov: fe.prov, req: fe.req, hash: fe.hash,
-		selector: fe.selector, seq: set.Status.InstanceSequence, events: r.fastEvents(keyOf(&set)),
+		set: &set, now: now, class: fe.class, prov: fe.prov, req: fe.req, hash: fe.hash,
+		selector: fe.selector, events: r.fastEvents(keyOf(&set)), requeue: &soonest{},
 	}
-	if err := r.configure(ctx, p, in, true); err != nil {
+	ca, caProblem, err := r.caBundle(ctx, p)
+	if err != nil || caProblem != "" {
+		return reconcile.Result{}, nil // the set's pass reports it
+	}
+	if _, err := r.configure(ctx, p, ca, in, true); err != nil {
 		// Not retried here: the set's pass retries, and reports it in its conditions.
 		logf.FromContext(ctx).V(1).Info("fast start failed; the set's pass takes over", "exporter", e.Name, "error", err.Error())
 	}
@@ -161,17 +164,22 @@ func (r *Reconciler) freshInstance(ctx context.Context, in *Instance) (bool, err
 // fastEvents returns the events the fast path collected for a set; its next pass records
 // them with its own, so a scale-up still makes one event per pass and reason.
 func (r *Reconciler) fastEvents(key string) *passEvents {
-	v, _ := r.fastEv.LoadOrStore(key, &passEvents{})
-	return v.(*passEvents)
+	m := r.memory.fastEv
+	m.mu.Lock() // get or put, atomically
+	defer m.mu.Unlock()
+	s := m.setOf(key, true)
+	if s.own == nil {
+		s.own = &memoEntry[*passEvents]{v: &passEvents{}, write: m.clock.Add(1)}
+	}
+	return s.own.v
 }
 
 // takeFastEvents moves the fast path's events of a set into a pass's.
 func (r *Reconciler) takeFastEvents(key string, into *passEvents) {
-	v, ok := r.fastEv.Load(key)
+	from, ok := r.memory.fastEv.forSet(key)
 	if !ok {
 		return
 	}
-	from := v.(*passEvents)
 	from.mu.Lock()
 	items := from.items
 	from.items = nil

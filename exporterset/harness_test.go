@@ -47,6 +47,7 @@ type world struct {
 	c    client.Client
 	sim  *jumpsim.Simulator
 	fake *fakeprov.Fake
+	rec  *exporterset.Reconciler // the last controller's
 }
 
 func newWorld(t *testing.T, simOpts ...jumpsim.Option) *world {
@@ -91,6 +92,7 @@ func (w *world) controller(cfg *rest.Config, opts ...exporterset.Option) (stop f
 	if err := r.SetupWithManager(mgr); err != nil {
 		w.t.Fatal(err)
 	}
+	w.rec = r
 	ctx, cancel := context.WithCancel(w.ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

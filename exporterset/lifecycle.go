@@ -20,45 +20,48 @@ import (
 
 // configure brings one live instance along its lifecycle: once the Jumpstarter controller
 // has issued its credential and endpoint, write (and keep in sync) its config Secret; then,
-// when the plan says so, start its Pod.
-func (r *Reconciler) configure(ctx context.Context, p *pass, in *Instance, start bool) error {
+// when the plan says so, start its Pod. ca is the CA bundle, nil when it is missing (the
+// pass reports that): no config is written without it.
+func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *Instance, start bool) (res configureResult, err error) {
 	if !in.Credentialed() {
-		p.waitingCreds++
-		return nil
+		res.waitingCred = true
+		return res, nil
 	}
-	if !in.HasPod() && in.ConfigSecret == nil && r.startedPods.pending(in.Exporter.UID, p.now) {
+	if ca == nil {
+		return res, nil
+	}
+	if !in.HasPod() && in.ConfigSecret == nil && r.memory.podPending(keyOf(p.set), in.Exporter.UID, p.now) {
 		// Its Secret and Pod were created (by the fast path, or a pass before) after the
 		// cache this pass reads: writing them again would only be told AlreadyExists.
-		return nil
+		return res, nil
 	}
-	secret, err := r.syncConfigSecret(ctx, p, in)
+	secret, err := r.syncConfigSecret(ctx, p, ca, in, &res)
 	if err != nil || secret == nil {
-		return err
+		return res, err
 	}
 	if in.HasPod() {
-		r.startedPods.seen(in.Exporter.UID)
-		return nil
+		r.memory.podSeen(keyOf(p.set), in.Exporter.UID)
+		return res, nil
 	}
-	if !start || r.startedPods.pending(in.Exporter.UID, p.now) {
-		return nil
+	if !start || r.memory.podPending(keyOf(p.set), in.Exporter.UID, p.now) {
+		return res, nil
 	}
-	return r.startPod(ctx, p, in)
+	res.podErr, err = r.startPod(ctx, p, in)
+	return res, err
 }
 
 // syncConfigSecret writes the exporter config Secret when missing or different. It returns
-// nil without error when an input a person must provide is missing (reported in conditions).
-func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance) (*corev1.Secret, error) {
-	ca, err := r.caBundle(ctx, p)
-	if err != nil || ca == nil {
-		return nil, err
-	}
+// nil without error when an input a person must provide is missing (said in res).
+func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, in *Instance, res *configureResult) (*corev1.Secret, error) {
 	e := in.Exporter
-	token, err := r.token(ctx, p, in)
+	token, missing, err := r.token(ctx, p, in)
 	if err != nil || token == "" {
+		res.credMissing = missing
 		return nil, err
 	}
-	data, err := r.config(ctx, p, e, token, ca)
+	data, podErr, err := r.config(ctx, p, e, token, ca)
 	if err != nil || data == nil {
+		res.podErr = podErr
 		return nil, err
 	}
 	name := ConfigSecretName(e.Name)
@@ -100,31 +103,29 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, in *Instance
 // config returns the exporter's config.yaml, remembered per Exporter with the inputs it was
 // rendered from: every pass compares every instance's config with its Secret, and
 // rendering it (driver enrichment, JSON, then YAML) again each time was most of the
-// controller's CPU in a large pool. A nil result without error means the drivers are
-// invalid (p.podErr says why).
-func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter, token string, ca []byte) ([]byte, error) {
+// controller's CPU in a large pool. podErr says why the drivers are invalid.
+func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter, token string, ca []byte) (yaml []byte, podErr, err error) {
 	inputs := configInputs{
 		endpoint: e.Status.Endpoint,
 		token:    token,
 		recycle:  p.set.Spec.RecycleStrategy,
 		drivers:  driversVersion(p, e),
 	}
-	key := e.Namespace + "/" + e.Name
-	if v, ok := r.configs.Load(key); ok {
-		if c := v.(configEntry); c.inputs == inputs && bytes.Equal(c.ca, ca) {
-			return c.yaml, nil
+	if c, ok := r.memory.configs.forInstance(keyOf(p.set), e.UID); ok {
+		if c.inputs == inputs && bytes.Equal(c.ca, ca) {
+			return c.yaml, nil, nil
 		}
 	}
-	drivers, err := r.enrichDrivers(ctx, p, e)
-	if err != nil || drivers == nil && p.podErr != nil {
-		return nil, err
+	drivers, podErr, err := r.enrichDrivers(ctx, p, e)
+	if err != nil || podErr != nil {
+		return nil, podErr, err
 	}
 	y, err := RenderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
 	if err != nil {
-		return nil, provisioner.Invalid(err)
+		return nil, nil, provisioner.Invalid(err)
 	}
-	r.configs.Store(key, configEntry{inputs: inputs, ca: ca, yaml: y})
-	return y, nil
+	r.memory.configs.putInstance(keyOf(p.set), e.UID, configEntry{inputs: inputs, ca: ca, yaml: y})
+	return y, nil, nil
 }
 
 // configInputs are what an exporter's config depends on besides its name and the CA bundle.
@@ -142,16 +143,11 @@ type configEntry struct {
 	yaml   []byte
 }
 
-// caBundle returns the PEM bundle exporters trust, read once per pass. The ConfigMap is read
-// uncached (caching every ConfigMap of the cluster to watch one would cost memory), and a
-// bundle found is reused for caTTL, so a busy set does not cost a read per reconcile.
-func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
-	if p.caProblem != "" {
-		return nil, nil
-	}
-	if p.ca != nil {
-		return p.ca, nil
-	}
+// caBundle returns the PEM bundle exporters trust, or the problem a person must fix. The
+// ConfigMap is read uncached (caching every ConfigMap of the cluster to watch one would
+// cost memory), and a bundle found is reused for caTTL, so a busy set does not cost a read
+// per reconcile.
+func (r *Reconciler) caBundle(ctx context.Context, p *pass) (ca []byte, problem string, err error) {
 	name, key := DefaultCAConfigMap, DefaultCAKey
 	if ref := p.class.Spec.CABundleConfigMapRef; ref != nil {
 		name, key = ref.Name, ref.Key
@@ -159,34 +155,31 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
 			key = vtv1alpha1.DefaultCABundleKey
 		}
 	}
-	memoKey := p.set.Namespace + "/" + name + "/" + key
-	if v, ok := r.caMemo.Load(memoKey); ok && r.clock.Since(v.(caEntry).at) < caTTL {
-		p.ca = v.(caEntry).pem
-		return p.ca, nil
+	set, source := keyOf(p.set), name+"/"+key
+	if e, ok := r.memory.ca.forSet(set); ok && e.source == source && r.clock.Since(e.at) < caTTL {
+		return e.pem, "", nil
 	}
 	var cm corev1.ConfigMap
 	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: p.set.Namespace, Name: name}, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.caMemo.Delete(memoKey)
-			p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s not found", p.set.Namespace, name)
-			return nil, nil
+			r.memory.ca.dropSet(set)
+			return nil, fmt.Sprintf("CA bundle ConfigMap %s/%s not found", p.set.Namespace, name), nil
 		}
-		return nil, fmt.Errorf("reading CA bundle ConfigMap %s: %w", name, err)
+		return nil, "", fmt.Errorf("reading CA bundle ConfigMap %s: %w", name, err)
 	}
-	ca, ok := cm.Data[key]
+	pem, ok := cm.Data[key]
 	if !ok {
 		if b, bin := cm.BinaryData[key]; bin {
-			ca, ok = string(b), true
+			pem, ok = string(b), true
 		}
 	}
-	if !ok || ca == "" {
-		r.caMemo.Delete(memoKey)
-		p.caProblem = fmt.Sprintf("CA bundle ConfigMap %s/%s has no key %q", p.set.Namespace, name, key)
-		return nil, nil
+	if !ok || pem == "" {
+		r.memory.ca.dropSet(set)
+		return nil, fmt.Sprintf("CA bundle ConfigMap %s/%s has no key %q", p.set.Namespace, name, key), nil
 	}
-	p.ca = []byte(ca)
-	r.caMemo.Store(memoKey, caEntry{pem: p.ca, at: r.clock.Now()})
-	return p.ca, nil
+	ca = []byte(pem)
+	r.memory.ca.putSet(set, caEntry{source: source, pem: ca, at: r.clock.Now()})
+	return ca, "", nil
 }
 
 // caTTL bounds how long a CA bundle read is reused; a rotated CA reaches the config Secrets
@@ -194,8 +187,9 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) ([]byte, error) {
 const caTTL = 30 * time.Second
 
 type caEntry struct {
-	pem []byte
-	at  time.Time
+	source string // ConfigMap name/key
+	pem    []byte
+	at     time.Time
 }
 
 // token returns the exporter's token from the Jumpstarter credential Secret. The Secret is
@@ -203,30 +197,29 @@ type caEntry struct {
 // which the cache holds and watches it (tokens rotate) and observe finds it with the set's
 // other Secrets. The label is a merge patch, whose answer is the whole Secret: reading and
 // labelling cost one request, not two.
-func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (string, error) {
+func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (token, missing string, err error) {
 	e := in.Exporter
 	key := client.ObjectKey{Namespace: e.Namespace, Name: e.Status.Credential.Name}
 	s := in.Credential
 	if s == nil {
 		label, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSet: p.set.Name}}})
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 		err = r.client.Patch(ctx, s, client.RawPatch(types.MergePatchType, label))
 		if apierrors.IsNotFound(err) {
-			p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s not found", key.Name, e.Name))
-			return "", nil
+			return "", fmt.Sprintf("credential Secret %s of %s not found", key.Name, e.Name), nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("labelling credential secret %s: %w", key.Name, err)
+			return "", "", fmt.Errorf("labelling credential secret %s: %w", key.Name, err)
 		}
 	}
 	tok := string(s.Data[TokenKey])
 	if tok == "" {
-		p.credMissing = append(p.credMissing, fmt.Sprintf("credential Secret %s of %s has no %q key", key.Name, e.Name, TokenKey))
+		return "", fmt.Sprintf("credential Secret %s of %s has no %q key", key.Name, e.Name, TokenKey), nil
 	}
-	return tok, nil
+	return tok, "", nil
 }
 
 // driversVersion names what an instance's enriched drivers depend on: the set's spec hash
@@ -237,41 +230,38 @@ func driversVersion(p *pass, e *jumpstarterv1alpha1.Exporter) string {
 
 // enrichDrivers asks the provisioner for the instance's drivers, remembering the answer per
 // Exporter and spec hash: it is deterministic, and for a plugin it is a remote call.
-func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) ([]vtv1alpha1.DriverSpec, error) {
-	key := e.Namespace + "/" + e.Name
+func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter) (drivers []vtv1alpha1.DriverSpec, podErr, err error) {
 	hash := driversVersion(p, e)
-	if v, ok := r.drivers.Load(key); ok && v.(driversEntry).hash == hash {
+	if d, ok := r.memory.drivers.forInstance(keyOf(p.set), e.UID); ok && d.hash == hash {
 		var out []vtv1alpha1.DriverSpec
-		if err := json.Unmarshal(v.(driversEntry).json, &out); err == nil {
-			return out, nil
+		if err := json.Unmarshal(d.json, &out); err == nil {
+			return out, nil, nil
 		}
 	}
-	drivers, err := p.prov.EnrichDrivers(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
+	drivers, err = p.prov.EnrichDrivers(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
 	if err != nil {
 		if provisioner.IsInvalid(err) {
-			p.podErr = err
-			return nil, nil
+			return nil, err, nil
 		}
-		return nil, fmt.Errorf("enriching drivers of %s: %w", e.Name, err)
+		return nil, nil, fmt.Errorf("enriching drivers of %s: %w", e.Name, err)
 	}
 	if b, err := json.Marshal(drivers); err == nil {
-		r.drivers.Store(key, driversEntry{hash: hash, json: b})
+		r.memory.drivers.putInstance(keyOf(p.set), e.UID, driversEntry{hash: hash, json: b})
 	}
-	return drivers, nil
+	return drivers, nil, nil
 }
 
 // startPod renders the instance Pod with the provisioner and creates it, owned by the
-// Exporter. Its name is the Exporter's, so a stale cache cannot start a second one.
-func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error {
+// Exporter. Its name is the Exporter's, so a stale cache cannot start a second one. podErr
+// is what a person must look at (an invalid render, a refused Pod).
+func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podErr, err error) {
 	e := in.Exporter
 	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
 	if err != nil {
 		if provisioner.IsInvalid(err) {
-			p.podErr = err
-			return nil
+			return err, nil
 		}
-		p.podErr = err
-		return fmt.Errorf("rendering pod of %s: %w", e.Name, err)
+		return err, fmt.Errorf("rendering pod of %s: %w", e.Name, err)
 	}
 	pod = pod.DeepCopy()
 	pod.Name, pod.GenerateName, pod.Namespace = e.Name, "", e.Namespace
@@ -283,18 +273,18 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) error 
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
 	if err := r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			r.startedPods.add(e.UID, p.now)
-			return nil
+			r.memory.podStarted(keyOf(p.set), e.UID, p.now)
+			return nil, nil
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			p.podErr = err // the spec or a policy is wrong: a person must look
+			podErr = err // the spec or a policy is wrong: a person must look
 		}
-		return fmt.Errorf("creating pod of %s: %w", e.Name, err)
+		return podErr, fmt.Errorf("creating pod of %s: %w", e.Name, err)
 	}
-	r.startedPods.add(e.UID, p.now)
+	r.memory.podStarted(keyOf(p.set), e.UID, p.now)
 	in.Pods = append(in.Pods, pod)
 	p.events.add(EventPodStarted, e.Name, pod)
-	return nil
+	return nil, nil
 }
 
 // ignoreConflict drops optimistic-concurrency conflicts: the next reconcile works from the

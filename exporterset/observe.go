@@ -28,6 +28,18 @@ type Observation struct {
 	WaitingLeases []*jumpstarterv1alpha1.Lease
 }
 
+// uids are the UIDs of every Exporter the set controls (instances and strays).
+func (o *Observation) uids() map[types.UID]bool {
+	out := make(map[types.UID]bool, len(o.Instances)+len(o.Strays))
+	for _, in := range o.Instances {
+		out[in.Exporter.UID] = true
+	}
+	for _, in := range o.Strays {
+		out[in.Exporter.UID] = true
+	}
+	return out
+}
+
 // observe lists the set's objects. Every List error is returned: acting on a partial view
 // could create or retire the wrong instances.
 //

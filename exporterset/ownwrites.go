@@ -1,8 +1,6 @@
 package exporterset
 
 import (
-	"sync"
-
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
@@ -11,7 +9,7 @@ import (
 // from a lagging cache builds on the written one instead: otherwise it was bound to
 // conflict (two in five status updates of a 300-instance scale-up did, each costing a pass
 // more), and it could write back an instance sequence older than the one it replaced.
-type ownWrites struct{ sets sync.Map } // namespace/name -> ownWrite
+type ownWrites struct{ m *memo[ownWrite] }
 
 type ownWrite struct {
 	replaced string                  // the resourceVersion the write replaced
@@ -20,26 +18,22 @@ type ownWrite struct {
 
 // wrote records that set (as the API server answered the status write) replaced version
 // replaced.
-func (o *ownWrites) wrote(replaced string, set *vtv1alpha1.ExporterSet) {
-	o.sets.Store(keyOf(set), ownWrite{replaced: replaced, set: set.DeepCopy()})
+func (o ownWrites) wrote(replaced string, set *vtv1alpha1.ExporterSet) {
+	o.m.putSet(keyOf(set), ownWrite{replaced: replaced, set: set.DeepCopy()})
 }
 
 // latest returns the fresher of cached and the set as last written: the written one only
 // when the cache still holds exactly the version it replaced. Any other version means the
 // cache has moved on (it holds our write or a later change), and the memory goes.
-func (o *ownWrites) latest(cached *vtv1alpha1.ExporterSet) *vtv1alpha1.ExporterSet {
+func (o ownWrites) latest(cached *vtv1alpha1.ExporterSet) *vtv1alpha1.ExporterSet {
 	key := keyOf(cached)
-	v, ok := o.sets.Load(key)
+	w, ok := o.m.forSet(key)
 	if !ok {
 		return cached
 	}
-	w := v.(ownWrite)
 	if w.set.UID == cached.UID && w.replaced == cached.ResourceVersion {
 		return w.set.DeepCopy()
 	}
-	o.sets.Delete(key)
+	o.m.dropSet(key)
 	return cached
 }
-
-// forget drops a set's memory (it was deleted).
-func (o *ownWrites) forget(key string) { o.sets.Delete(key) }

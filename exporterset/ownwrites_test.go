@@ -1,6 +1,7 @@
 package exporterset
 
 import (
+	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,8 @@ func TestOwnWritesReadYourOwnStatus(t *testing.T) {
 			Status:     vtv1alpha1.ExporterSetStatus{InstanceSequence: seq},
 		}
 	}
-	var o ownWrites
+	var clock atomic.Uint64
+	o := ownWrites{newMemo[ownWrite](&clock)}
 	if got := o.latest(at("1", 0)); got.ResourceVersion != "1" {
 		t.Fatalf("nothing written: got version %s", got.ResourceVersion)
 	}

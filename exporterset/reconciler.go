@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +32,6 @@ type Reconciler struct {
 	clock             clock.PassiveClock
 	metrics           *metrics
 	expectations      *expectations
-	startedPods       *startedPods
 	failureMemory     *failureMemory
 	backoffBase       time.Duration
 	backoffCap        time.Duration
@@ -48,19 +44,14 @@ type Reconciler struct {
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
 
-	describeMu sync.Mutex
-	describes  map[string]describeEntry
-	drivers    sync.Map // exporter namespace/name -> driversEntry
-	configs    sync.Map // exporter namespace/name -> configEntry
-	caMemo     sync.Map // namespace/configmap/key -> caEntry
-	validated  sync.Map // set namespace/name -> validationEntry
-	own        ownWrites
-
-	// fast, fastEv and instanceLocks serve the fast path (fastpath.go).
-	fast          sync.Map // set namespace/name -> fastEntry
-	fastEv        sync.Map // set namespace/name -> *passEvents
+	// memory is all it remembers between passes, under one rule (memory.go).
+	memory *memory
+	// instanceLocks serve the fast path (fastpath.go).
 	instanceLocks instanceLocks
 }
+
+// ownWrites is the status this reconciler last wrote, per set.
+func (r *Reconciler) ownWrites() ownWrites { return ownWrites{r.memory.own} }
 
 type driversEntry struct {
 	hash string
@@ -82,7 +73,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		recorder:          discardRecorder{},
 		clock:             clock.RealClock{},
 		expectations:      newExpectations(),
-		startedPods:       newStartedPods(),
+		memory:            newMemory(),
 		failureMemory:     newFailureMemory(),
 		backoffBase:       DefaultFailureBackoffBase,
 		backoffCap:        DefaultFailureBackoffCap,
@@ -92,58 +83,11 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		createParallelism: 64,
 		retryInterval:     10 * time.Second,
 		name:              "exporterset",
-		describes:         map[string]describeEntry{},
 	}
 	for _, o := range opts {
 		o(r)
 	}
 	return r
-}
-
-// pass is the state of one reconcile of one set.
-type pass struct {
-	set      *vtv1alpha1.ExporterSet
-	orig     *vtv1alpha1.ExporterSet
-	now      time.Time
-	class    *vtv1alpha1.VirtualTargetClass
-	prov     provisioner.Provisioner
-	req      *provisioner.Request
-	hash     string
-	selector labels.Selector
-	obs      *Observation
-	counts   Counts
-	plan     *Plan
-	// failures and backoff are the pool's diagnosed failures and the set's failure backoff.
-	failures failureSummary
-	backoff  backoffState
-	seq      int64
-
-	ca []byte
-
-	// blocked is why the set cannot act at all (class missing, invalid parameters...).
-	blocked *blocker
-	// Problems met while acting, for conditions.
-	caProblem        string
-	credMissing      []string
-	waitingCreds     int
-	createErr        error
-	podErr           error
-	created, retired int
-	requeue          time.Duration
-	// events are the pass's Normal events, recorded aggregated when it ends.
-	events *passEvents
-}
-
-type blocker struct{ reason, message string }
-
-func (p *pass) block(reason, format string, args ...any) {
-	p.blocked = &blocker{reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-func (p *pass) requeueIn(d time.Duration) {
-	if d > 0 && (p.requeue == 0 || d < p.requeue) {
-		p.requeue = d
-	}
 }
 
 // Reconcile moves one ExporterSet's pool towards its spec and writes its status once.
@@ -153,11 +97,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.String())
 			r.metrics.forget(req.Namespace, req.Name)
-			r.validated.Delete(req.String())
-			r.own.forget(req.String())
+			r.memory.forget(req.String())
 			r.failureMemory.forget(req.String())
-			r.fast.Delete(req.String())
-			r.fastEv.Delete(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -165,16 +106,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
-	p := &pass{set: &set, orig: set.DeepCopy(), now: r.clock.Now(), seq: set.Status.InstanceSequence, events: &passEvents{}}
+	p := &pass{set: &set, now: r.clock.Now(), events: &passEvents{}, requeue: &soonest{}}
 	defer func() {
 		r.takeFastEvents(req.String(), p.events)
 		p.events.flush(r.recorder, p.set)
 	}()
-	skip, err := r.reconcile(ctx, p)
+	res, skip, err := r.reconcile(ctx, p)
 	if skip {
 		return ctrl.Result{}, err
 	}
-	if werr := r.writeStatus(ctx, p); werr != nil {
+	if werr := r.writeStatus(ctx, p, res); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {
 			// The cache had not caught up with our last write: not an error, just again.
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -185,23 +126,68 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	p.requeueIn(resyncInterval)
-	return ctrl.Result{RequeueAfter: p.requeue}, nil
+	return ctrl.Result{RequeueAfter: p.requeue.get()}, nil
 }
 
 // resyncInterval is how often a quiet set is looked at anyway: what is not watched (the CA
 // ConfigMap) reaches it within this time.
 const resyncInterval = 5 * time.Minute
 
-// reconcile runs observe -> compute status -> plan -> act. It returns skip=true when the
-// status must be left untouched: the set belongs to a provisioner this controller does not
-// serve, or what it saw is incomplete.
-func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err error) {
-	log := logf.FromContext(ctx)
+// reconcile runs the pass's steps (see pass). It returns skip=true when the status must be
+// left untouched: the set belongs to a provisioner this controller does not serve, or what
+// it saw is incomplete.
+func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, skip bool, err error) {
 	set := p.set
+	res.act.seq = set.Status.InstanceSequence
+	res.blocked, skip, err = r.inputs(ctx, p)
+	if skip || err != nil {
+		return res, true, err
+	}
 
+	mark := r.memory.mark()
+	obs, err := r.observe(ctx, set, p.selector)
+	if err != nil {
+		return res, true, err // a partial view must not become status
+	}
+	r.memory.sweep(keyOf(set), obs.uids(), mark)
+	res.health = r.diagnose(p, obs)
+	res.counts = ComputeStatus(obs.Instances)
+	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, p.now)
+	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
+
+	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
+		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
+	}
+	if res.blocked == nil {
+		if res.blocked, err = r.prepareRequest(ctx, p); err != nil {
+			return res, false, err
+		}
+	}
+	if res.blocked != nil {
+		r.rememberFast(p, res) // forgets: the fast path must not start instances either
+		return res, false, nil // nothing is created or deleted while the set is blocked
+	}
+
+	var expected int32
+	if r.useExpectations {
+		expected = r.expectations.reconcile(keyOf(set), p.now, obs)
+	}
+	plan := PlanScale(planInput(p, obs, res.health, expected))
+	res.plan = &plan
+	r.rememberFast(p, res)
+	p.requeueIn(plan.RequeueAfter)
+	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq)
+	return res, false, err
+}
+
+// inputs reads the set's selector, class and provisioner into p. A missing or bad one
+// blocks the set; skip=true when the class names a provisioner this controller leaves to
+// another.
+func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool, err error) {
+	set := p.set
 	sel, selErr := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
 	if selErr != nil {
-		p.block(vtv1alpha1.ReasonInvalidSelector, "spec.selector: %v", selErr)
+		b = blocked(vtv1alpha1.ReasonInvalidSelector, "spec.selector: %v", selErr)
 		sel = labels.Nothing()
 	}
 	p.selector = sel
@@ -210,59 +196,30 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (skip bool, err err
 	err = r.client.Get(ctx, types.NamespacedName{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class)
 	switch {
 	case apierrors.IsNotFound(err):
-		if p.blocked == nil {
-			p.block(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found in namespace %s", set.Spec.VirtualTargetClassName, set.Namespace)
+		if b == nil {
+			b = blocked(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found in namespace %s", set.Spec.VirtualTargetClassName, set.Namespace)
 		}
+		return b, false, nil
 	case err != nil:
-		return true, fmt.Errorf("getting VirtualTargetClass: %w", err)
-	default:
-		p.class = &class
-		prov, ok := r.registry.Get(class.Spec.Provisioner)
-		if !ok {
-			if !r.claimUnknown {
-				log.V(1).Info("provisioner not served here; leaving the set alone", "provisioner", class.Spec.Provisioner)
-				return true, nil
-			}
-			if p.blocked == nil {
-				p.block(vtv1alpha1.ReasonProvisionerUnknown, "provisioner %q of class %q is not served by this controller (serving %v)", class.Spec.Provisioner, class.Name, r.registry.Names())
-			}
+		return b, true, fmt.Errorf("getting VirtualTargetClass: %w", err)
+	}
+	p.class = &class
+	prov, ok := r.registry.Get(class.Spec.Provisioner)
+	if !ok {
+		if !r.claimUnknown {
+			logf.FromContext(ctx).V(1).Info("provisioner not served here; leaving the set alone", "provisioner", class.Spec.Provisioner)
+			return b, true, nil
 		}
-		p.prov = prov
-	}
-
-	p.obs, err = r.observe(ctx, set, sel)
-	if err != nil {
-		return true, err // a partial view must not become status
-	}
-	r.diagnose(p)
-	p.counts = ComputeStatus(p.obs.Instances)
-	r.metrics.observeStatus(set.Namespace, set.Name, p.counts, p.obs.Instances, p.now)
-	r.metrics.observeFailures(set.Namespace, set.Name, p.backoff, p.now)
-
-	if p.blocked == nil && !sel.Matches(labels.Set(instanceLabels(set, ""))) {
-		p.block(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", sel.String(), set.Spec.Template.Metadata.Labels)
-	}
-	if p.blocked == nil {
-		if err := r.prepareRequest(ctx, p); err != nil {
-			return false, err
+		if b == nil {
+			b = blocked(vtv1alpha1.ReasonProvisionerUnknown, "provisioner %q of class %q is not served by this controller (serving %v)", class.Spec.Provisioner, class.Name, r.registry.Names())
 		}
 	}
-	if p.blocked != nil {
-		r.rememberFast(p) // forgets: the fast path must not start instances either
-		return false, nil // nothing is created or deleted while the set is blocked
-	}
-
-	var expected int32
-	if r.useExpectations {
-		expected = r.expectations.reconcile(keyOf(set), p.now, p.obs)
-	}
-	p.plan = r.plan(p, expected)
-	r.rememberFast(p)
-	p.requeueIn(p.plan.RequeueAfter)
-	return false, r.act(ctx, p)
+	p.prov = prov
+	return b, false, nil
 }
 
-func (r *Reconciler) plan(p *pass, expected int32) *Plan {
+// planInput is PlanScale's input for a pass.
+func planInput(p *pass, obs *Observation, h health, expected int32) PlanInput {
 	s := p.set.Spec
 	in := PlanInput{
 		MinReplicas:          s.MinReplicas,
@@ -270,9 +227,9 @@ func (r *Reconciler) plan(p *pass, expected int32) *Plan {
 		Recycle:              s.RecycleStrategy,
 		Binding:              p.class.Spec.BindingMode,
 		SpecHash:             p.hash,
-		Instances:            p.obs.Instances,
+		Instances:            obs.Instances,
 		Expected:             expected,
-		Demand:               int32(len(p.obs.WaitingLeases)),
+		Demand:               int32(len(obs.WaitingLeases)),
 		Now:                  p.now,
 	}
 	if s.MaxReplicas != nil {
@@ -285,87 +242,15 @@ func (r *Reconciler) plan(p *pass, expected int32) *Plan {
 		since := t.Time
 		in.SurplusSince = &since
 	}
-	if p.backoff.Failures > 0 {
-		in.BackoffUntil = p.backoff.Until
+	if h.backoff.Failures > 0 {
+		in.BackoffUntil = h.backoff.Until
 	}
-	plan := PlanScale(in)
-	return &plan
-}
-
-// writeStatus writes the status once, and only when it changed. It builds on the set as
-// this reconciler last wrote it when the cache still shows the version before that write.
-// The pass itself works from the cache: its instance sequence must not run ahead of the
-// Exporters it sees, or a stale Exporter view would get fresh names, not AlreadyExists.
-func (r *Reconciler) writeStatus(ctx context.Context, p *pass) error {
-	orig := r.own.latest(p.orig)
-	st := p.counts
-	st.Selector = p.selector.String()
-	st.ObservedGeneration = p.set.Generation
-	st.InstanceSequence = max(p.seq, orig.Status.InstanceSequence)
-	st.SurplusSince = p.set.Status.SurplusSince
-	if p.plan != nil {
-		st.SurplusSince = nil
-		if p.plan.SurplusSince != nil {
-			t := metav1.NewTime(*p.plan.SurplusSince)
-			st.SurplusSince = &t
-		}
-	}
-	st.Conditions = append([]metav1.Condition(nil), orig.Status.Conditions...)
-	for _, c := range r.conditions(p) {
-		if reason, action, byReason := problemEvent(p, c); reason != "" {
-			// One event per new problem, not one per reconcile. A failure's message moves
-			// with its counts and backoff clock: only a new reason is a new problem.
-			old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type)
-			if old == nil || old.Reason != c.Reason || !byReason && old.Message != c.Message {
-				r.recorder.Eventf(p.set, nil, "Warning", reason, action, "%s", c.Message)
-			}
-		}
-		apimeta.SetStatusCondition(&st.Conditions, c)
-	}
-	if statusEqual(orig.Status, st) {
-		return nil
-	}
-	p.set.ResourceVersion = orig.ResourceVersion
-	p.set.Status = st
-	// An update, not a merge patch: a patch would leave out counters equal to the cached
-	// zero values, which the schema requires on the first write. The resourceVersion makes
-	// it optimistic: a newer set (or a stale cache) fails it, and the next pass redoes it.
-	if err := r.client.Status().Update(ctx, p.set); err != nil {
-		if apierrors.IsConflict(err) {
-			return fmt.Errorf("status changed while reconciling, will retry: %w", err)
-		}
-		return fmt.Errorf("writing status: %w", err)
-	}
-	r.own.wrote(orig.ResourceVersion, p.set)
-	return nil
+	return in
 }
 
 func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
-
-// problemEvent is the event (reason and action) a Degraded condition gets when it is new:
-// the set is blocked, it waits for something a person must provide, or its instances fail
-// (the event's reason is then the condition's, e.g. ImagePullFailed; byReason says only a
-// change of reason is new). Other problems (failed creates) record their own events.
-func problemEvent(p *pass, c metav1.Condition) (reason, action string, byReason bool) {
-	if c.Type != vtv1alpha1.ConditionDegraded {
-		return "", "", false
-	}
-	switch {
-	case p.blocked != nil && c.Reason == vtv1alpha1.ReasonProvisionerError:
-		return EventProvisionerError, "Reconcile", false
-	case p.blocked != nil:
-		return EventInvalidSpec, "Reconcile", false
-	case c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing:
-		return EventWaiting, "Configure", false
-	case isFailureReason(c.Reason):
-		return c.Reason, "Observe", true
-	}
-	return "", "", false
-}
 
 // discardRecorder is the default events.EventRecorder: events go nowhere.
 type discardRecorder struct{}
 
 func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}
-
-func statusEqual(a, b vtv1alpha1.ExporterSetStatus) bool { return apiequality.Semantic.DeepEqual(a, b) }

@@ -22,39 +22,38 @@ type validationEntry struct {
 }
 
 type describeEntry struct {
+	name string // the provisioner's
 	desc provisioner.Description
 	at   time.Time
 }
 
-// prepareRequest builds and validates the provisioner request; bad input blocks the set.
-func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) error {
-	desc, err := r.describe(ctx, p.class.Spec.Provisioner, p.prov)
+// prepareRequest builds and validates the provisioner request into p; bad input blocks the
+// set.
+func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) (*blocker, error) {
+	desc, err := r.describe(ctx, p)
 	if err != nil {
-		return r.provisionerFailed(p, "describing provisioner", err)
+		return provisionerFailed("describing provisioner", err)
 	}
 	req, err := provisioner.NewRequest(p.set, p.class, desc.DefaultImages)
 	if err == nil {
 		err = r.validate(ctx, p, req, desc)
 	}
 	if err != nil {
-		return r.provisionerFailed(p, "validating parameters", err)
+		return provisionerFailed("validating parameters", err)
 	}
 	p.req = req
 	p.hash = specHash(req)
-	return nil
+	return nil, nil
 }
 
 // provisionerFailed maps a provisioner error: invalid input blocks the set (a person must
-// fix it; no retry until it changes), anything else is retried with backoff.
-func (r *Reconciler) provisionerFailed(p *pass, what string, err error) error {
+// fix it; no retry until it changes), anything else is retried with backoff. Its event is
+// the Degraded condition's (problemEvent): once per new problem, not once per retry.
+func provisionerFailed(what string, err error) (*blocker, error) {
 	if provisioner.IsInvalid(err) {
-		p.block(vtv1alpha1.ReasonInvalidParameters, "%v", err)
-		return nil
+		return blocked(vtv1alpha1.ReasonInvalidParameters, "%v", err), nil
 	}
-	// Its event is the Degraded condition's (problemEvent): once per new problem, not once
-	// per retry.
-	p.block(vtv1alpha1.ReasonProvisionerError, "%s: %v", what, err)
-	return fmt.Errorf("%s: %w", what, err)
+	return blocked(vtv1alpha1.ReasonProvisionerError, "%s: %v", what, err), fmt.Errorf("%s: %w", what, err)
 }
 
 // validate calls the provisioner's Validate unless this version of the set and class was
@@ -63,8 +62,7 @@ func (r *Reconciler) provisionerFailed(p *pass, what string, err error) error {
 func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Request, desc provisioner.Description) error {
 	key := keyOf(p.set)
 	want := validationEntry{setUID: string(p.set.UID), setGeneration: p.set.Generation, classVersion: string(p.class.UID) + "/" + p.class.ResourceVersion, defaultsVersion: desc.Version}
-	if v, ok := r.validated.Load(key); ok {
-		e := v.(validationEntry)
+	if e, ok := r.memory.validated.forSet(key); ok {
 		if e.setUID == want.setUID && e.setGeneration == want.setGeneration && e.classVersion == want.classVersion && e.defaultsVersion == want.defaultsVersion {
 			return e.err
 		}
@@ -72,7 +70,7 @@ func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Req
 	err := p.prov.Validate(ctx, req)
 	if err == nil || provisioner.IsInvalid(err) {
 		want.err = err
-		r.validated.Store(key, want)
+		r.memory.validated.putSet(key, want)
 		r.warn(ctx, p, req) // once per verdict, like the verdict itself
 	}
 	return err
@@ -95,19 +93,15 @@ func (r *Reconciler) warn(ctx context.Context, p *pass, req *provisioner.Request
 	}
 }
 
-func (r *Reconciler) describe(ctx context.Context, name string, prov provisioner.Provisioner) (provisioner.Description, error) {
-	r.describeMu.Lock()
-	e, ok := r.describes[name]
-	r.describeMu.Unlock()
-	if ok && r.clock.Since(e.at) < describeTTL {
+func (r *Reconciler) describe(ctx context.Context, p *pass) (provisioner.Description, error) {
+	set, name := keyOf(p.set), p.class.Spec.Provisioner
+	if e, ok := r.memory.describes.forSet(set); ok && e.name == name && r.clock.Since(e.at) < describeTTL {
 		return e.desc, nil
 	}
-	desc, err := prov.Describe(ctx)
+	desc, err := p.prov.Describe(ctx)
 	if err != nil {
 		return desc, err
 	}
-	r.describeMu.Lock()
-	r.describes[name] = describeEntry{desc: desc, at: r.clock.Now()}
-	r.describeMu.Unlock()
+	r.memory.describes.putSet(set, describeEntry{name: name, desc: desc, at: r.clock.Now()})
 	return desc, nil
 }

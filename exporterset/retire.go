@@ -42,7 +42,6 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
 		p.events.add(EventRetiring, e.Name, patched)
-		p.retired++
 		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
 		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
@@ -111,8 +110,8 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", fresh.Name, err)
 	}
-	r.drivers.Delete(fresh.Namespace + "/" + fresh.Name)
-	r.configs.Delete(fresh.Namespace + "/" + fresh.Name)
+	r.memory.drivers.dropInstance(keyOf(p.set), fresh.UID)
+	r.memory.configs.dropInstance(keyOf(p.set), fresh.UID) // it holds the token
 	if recycled {
 		p.events.add(EventRecycled, fresh.Name, &fresh)
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)

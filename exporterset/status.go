@@ -7,7 +7,35 @@ import (
 )
 
 // Counts are the status counters of a pool, computed from its instances by ComputeStatus.
-type Counts = vtv1alpha1.ExporterSetStatus
+// Each field is the status field of the same name (see ComputeStatus for the definitions).
+type Counts struct {
+	Replicas            int32
+	ReadyReplicas       int32
+	AvailableReplicas   int32
+	FailingReplicas     int32
+	LeasedReplicas      int32
+	UnavailableReplicas int32
+	ExportersActive     int32
+	ExportersIdle       int32
+	ExportersDisabled   int32
+	ExportersOffline    int32
+	PodsPending         int32
+	PodsRunning         int32
+	PodsFailed          int32
+	PodsUnknown         int32
+}
+
+// Status returns a status holding c's counters, and nothing else (no conditions, selector
+// or clocks): the counters part of what the reconciler writes.
+func (c Counts) Status() vtv1alpha1.ExporterSetStatus {
+	return vtv1alpha1.ExporterSetStatus{
+		Replicas: c.Replicas, ReadyReplicas: c.ReadyReplicas, AvailableReplicas: c.AvailableReplicas,
+		FailingReplicas: c.FailingReplicas, LeasedReplicas: c.LeasedReplicas, UnavailableReplicas: c.UnavailableReplicas,
+		ExportersActive: c.ExportersActive, ExportersIdle: c.ExportersIdle, ExportersDisabled: c.ExportersDisabled,
+		ExportersOffline: c.ExportersOffline, PodsPending: c.PodsPending, PodsRunning: c.PodsRunning,
+		PodsFailed: c.PodsFailed, PodsUnknown: c.PodsUnknown,
+	}
+}
 
 // ComputeStatus computes every counter of an ExporterSet's status from its instances (the
 // owned Exporters with their Pods). It is pure: conditions, selector and the cooldown clock

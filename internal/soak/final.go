@@ -172,7 +172,7 @@ func instancesOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Ex
 }
 
 // diffCounters compares the counters of two statuses (not conditions, selector or clocks).
-func diffCounters(got, want vtv1alpha1.ExporterSetStatus) string {
+func diffCounters(got vtv1alpha1.ExporterSetStatus, want exporterset.Counts) string {
 	type pair struct {
 		name      string
 		got, want int32

@@ -1,0 +1,46 @@
+package exporterset
+
+import "k8s.io/apimachinery/pkg/types"
+
+// What a Reconciler remembers, for the tests of its memory (memory.go); compiled into tests
+// only.
+
+// MemoryEntries counts every entry of every memo of r.
+func MemoryEntries(r *Reconciler) int { return r.memory.size() }
+
+// RememberedInstances returns the instance UIDs any memo of r holds for the set key.
+func RememberedInstances(r *Reconciler, set string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, m := range []interface {
+		each(func(string, types.UID, any))
+	}{anyMemo[driversEntry]{r.memory.drivers}, anyMemo[configEntry]{r.memory.configs}, anyMemo[startedPod]{r.memory.started}} {
+		m.each(func(s string, uid types.UID, _ any) {
+			if s == set {
+				out[uid] = true
+			}
+		})
+	}
+	return out
+}
+
+// RememberedConfigs returns every rendered exporter config r holds (they carry tokens).
+func RememberedConfigs(r *Reconciler) (out [][]byte) {
+	r.memory.configs.each(func(_ string, _ types.UID, c configEntry) { out = append(out, c.yaml) })
+	return out
+}
+
+// RemembersSet reports whether any memo of r holds anything of the set key.
+func RemembersSet(r *Reconciler, set string) bool {
+	for _, s := range r.memory.all() {
+		if s.holds(set) {
+			return true
+		}
+	}
+	return false
+}
+
+type anyMemo[V any] struct{ m *memo[V] }
+
+func (a anyMemo[V]) each(f func(string, types.UID, any)) {
+	a.m.each(func(s string, uid types.UID, v V) { f(s, uid, v) })
+}

@@ -1,0 +1,226 @@
+package exporterset
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The reconciler remembers a few things between passes, to spare remote calls and CPU: a
+// provisioner's description, a Validate verdict, the CA bundle, the status it last wrote,
+// the fast path's decisions, and per instance its enriched drivers, its rendered config
+// (which holds the exporter's token) and the Pod it started. All of it is kept in memos,
+// under one rule: an entry lives no longer than what it is about.
+//
+//   - A set's entries go when the set is gone (Reconcile sees NotFound).
+//   - An instance's entries go at the first pass of its set that no longer sees the
+//     instance (deleted by us or by anyone, released by a Retain reclaim, moved to another
+//     set), unless the entry was written after that pass began: the fast path may configure
+//     an instance the pass's list does not show yet.
+//
+// Freshness (how long a description or a CA bundle may be reused) is checked by the reader;
+// it is not a second eviction rule.
+
+// memo holds values of one kind, per set (key namespace/name) and per instance of a set
+// (key Exporter UID). It is safe for concurrent use.
+type memo[V any] struct {
+	clock *atomic.Uint64 // shared by a reconciler's memos; orders writes against passes
+
+	mu   sync.Mutex
+	sets map[string]*memoSet[V]
+}
+
+type memoSet[V any] struct {
+	own       *memoEntry[V]
+	instances map[types.UID]memoEntry[V]
+}
+
+type memoEntry[V any] struct {
+	v     V
+	write uint64 // the memo clock when written
+}
+
+func newMemo[V any](clock *atomic.Uint64) *memo[V] {
+	return &memo[V]{clock: clock, sets: map[string]*memoSet[V]{}}
+}
+
+func (m *memo[V]) setOf(set string, create bool) *memoSet[V] {
+	s := m.sets[set]
+	if s == nil && create {
+		s = &memoSet[V]{instances: map[types.UID]memoEntry[V]{}}
+		m.sets[set] = s
+	}
+	return s
+}
+
+// forSet returns the set's own value.
+func (m *memo[V]) forSet(set string) (v V, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.setOf(set, false); s != nil && s.own != nil {
+		return s.own.v, true
+	}
+	return v, false
+}
+
+// putSet remembers the set's own value.
+func (m *memo[V]) putSet(set string, v V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setOf(set, true).own = &memoEntry[V]{v: v, write: m.clock.Add(1)}
+}
+
+// dropSet forgets the set's own value (not its instances').
+func (m *memo[V]) dropSet(set string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.setOf(set, false); s != nil {
+		s.own = nil
+	}
+}
+
+// forInstance returns the value of the instance uid of set.
+func (m *memo[V]) forInstance(set string, uid types.UID) (v V, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.setOf(set, false); s != nil {
+		e, ok := s.instances[uid]
+		return e.v, ok
+	}
+	return v, false
+}
+
+// putInstance remembers v for the instance uid of set.
+func (m *memo[V]) putInstance(set string, uid types.UID, v V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.setOf(set, true).instances[uid] = memoEntry[V]{v: v, write: m.clock.Add(1)}
+}
+
+// dropInstance forgets the instance uid of set.
+func (m *memo[V]) dropInstance(set string, uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.setOf(set, false); s != nil {
+		delete(s.instances, uid)
+	}
+}
+
+// holds reports whether anything of set is remembered.
+func (m *memo[V]) holds(set string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.sets[set]
+	return ok
+}
+
+// forget drops everything of set.
+func (m *memo[V]) forget(set string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.sets, set)
+}
+
+// sweep drops the instance entries of set that present does not hold and that were written
+// before mark (memory.mark, taken when the pass began).
+func (m *memo[V]) sweep(set string, present map[types.UID]bool, mark uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.setOf(set, false)
+	if s == nil {
+		return
+	}
+	for uid, e := range s.instances {
+		if !present[uid] && e.write <= mark {
+			delete(s.instances, uid)
+		}
+	}
+	if s.own == nil && len(s.instances) == 0 {
+		delete(m.sets, set)
+	}
+}
+
+// size counts the entries, a set's own and its instances'.
+func (m *memo[V]) size() (n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sets {
+		n += len(s.instances)
+		if s.own != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// each calls f with every instance entry; f must not use the memo.
+func (m *memo[V]) each(f func(set string, uid types.UID, v V)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for set, s := range m.sets {
+		for uid, e := range s.instances {
+			f(set, uid, e.v)
+		}
+	}
+}
+
+// sweeper is what memory needs of a memo of any value type.
+type sweeper interface {
+	holds(set string) bool
+	forget(set string)
+	sweep(set string, present map[types.UID]bool, mark uint64)
+	size() int
+}
+
+// memory is all a reconciler remembers between passes (see the rule above).
+type memory struct {
+	clock atomic.Uint64
+
+	describes *memo[describeEntry]   // per set: its provisioner's Description
+	validated *memo[validationEntry] // per set: the last Validate verdict
+	ca        *memo[caEntry]         // per set: its CA bundle
+	own       *memo[ownWrite]        // per set: the status it last wrote
+	fast      *memo[fastEntry]       // per set: the fast path's decisions
+	fastEv    *memo[*passEvents]     // per set: the fast path's events
+	drivers   *memo[driversEntry]    // per instance: enriched drivers
+	configs   *memo[configEntry]     // per instance: the rendered config, with its token
+	started   *memo[startedPod]      // per instance: the Pod this process created
+}
+
+func newMemory() *memory {
+	m := &memory{}
+	m.describes, m.validated, m.ca = newMemo[describeEntry](&m.clock), newMemo[validationEntry](&m.clock), newMemo[caEntry](&m.clock)
+	m.own, m.fast, m.fastEv = newMemo[ownWrite](&m.clock), newMemo[fastEntry](&m.clock), newMemo[*passEvents](&m.clock)
+	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
+	return m
+}
+
+func (m *memory) all() []sweeper {
+	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started}
+}
+
+// mark is taken when a pass begins; sweep keeps what was written after it.
+func (m *memory) mark() uint64 { return m.clock.Load() }
+
+// sweep applies the rule to the instances of set: present holds the UIDs the pass saw.
+func (m *memory) sweep(set string, present map[types.UID]bool, mark uint64) {
+	for _, s := range m.all() {
+		s.sweep(set, present, mark)
+	}
+}
+
+// forget drops everything of a deleted set.
+func (m *memory) forget(set string) {
+	for _, s := range m.all() {
+		s.forget(set)
+	}
+}
+
+// size counts every entry of every memo.
+func (m *memory) size() (n int) {
+	for _, s := range m.all() {
+		n += s.size()
+	}
+	return n
+}

@@ -1,0 +1,138 @@
+package exporterset
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// A pass is one reconcile of one set. It runs its steps in one direction, each with typed
+// inputs and a typed result, and nothing is written back into an earlier step's data:
+//
+//	inputs (class, provisioner, request) → blocker
+//	observe                              → observation
+//	diagnose                             → health (each Instance.Problem, failures, backoff)
+//	ComputeStatus                        → Counts
+//	plan (PlanScale)                     → Plan
+//	act                                  → actResult
+//	conditions(passResult)               → the status conditions (pure)
+
+// pass is what a pass works from, read-only once its request is prepared, plus two sinks
+// that its concurrent steps share: the events to record and the soonest requeue asked for.
+type pass struct {
+	set      *vtv1alpha1.ExporterSet // the set as the cache showed it (a copy)
+	now      time.Time
+	class    *vtv1alpha1.VirtualTargetClass // nil when it does not exist
+	prov     provisioner.Provisioner        // nil when the class names none served here
+	req      *provisioner.Request           // nil until prepared (never for a blocked set)
+	hash     string                         // the spec hash of req
+	selector labels.Selector
+
+	events  *passEvents
+	requeue *soonest
+}
+
+func (p *pass) requeueIn(d time.Duration) { p.requeue.in(d) }
+
+// binding is the class's binding mode, "" without a class.
+func (p *pass) binding() vtv1alpha1.BindingMode {
+	if p.class == nil {
+		return ""
+	}
+	return p.class.Spec.BindingMode
+}
+
+// blocker is why a set cannot act at all (class missing, invalid parameters...): a person
+// must change something.
+type blocker struct{ reason, message string }
+
+func blocked(reason, format string, args ...any) *blocker {
+	return &blocker{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// health is diagnose's result: the pool's diagnosed failures and the set's failure backoff.
+type health struct {
+	failures failureSummary
+	backoff  backoffState
+}
+
+// failing reports whether instances fail or the set backs off after failures.
+func (h health) failing(now time.Time) bool { return h.failures.Failing > 0 || h.backoff.active(now) }
+
+// configureResult is what configuring one live instance met.
+type configureResult struct {
+	waitingCred bool   // the Jumpstarter controller has not issued its credential yet
+	credMissing string // its credential Secret is missing or has no token
+	podErr      error  // its drivers or Pod are invalid, or its Pod could not be created
+}
+
+// actResult is what act did and met.
+type actResult struct {
+	seq        int64 // the next instance sequence number
+	createErr  error // the batch of creates that failed
+	caProblem  string
+	configured []configureResult // one per live instance, in instance order
+}
+
+func (a actResult) waitingCreds() (n int) {
+	for _, c := range a.configured {
+		if c.waitingCred {
+			n++
+		}
+	}
+	return n
+}
+
+func (a actResult) credMissing() (out []string) {
+	for _, c := range a.configured {
+		if c.credMissing != "" {
+			out = append(out, c.credMissing)
+		}
+	}
+	return out
+}
+
+// podErr is the last instance's Pod error: one is enough to say what is wrong.
+func (a actResult) podErr() (err error) {
+	for _, c := range a.configured {
+		if c.podErr != nil {
+			err = c.podErr
+		}
+	}
+	return err
+}
+
+// passResult is every step's result: what the status and its conditions are made of.
+type passResult struct {
+	blocked *blocker
+	counts  Counts
+	health  health
+	plan    *Plan // nil when blocked: nothing was planned
+	act     actResult
+}
+
+// soonest collects the soonest requeue the steps of a pass ask for; it is safe for
+// concurrent use.
+type soonest struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (s *soonest) in(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d > 0 && (s.d == 0 || d < s.d) {
+		s.d = d
+	}
+}
+
+func (s *soonest) get() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.d
+}
