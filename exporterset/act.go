@@ -19,7 +19,7 @@ import (
 // live instances. It goes on after a failed step where the steps are independent, and
 // returns every error, so one bad instance does not stall the pool. seq is the next instance
 // sequence number.
-func (r *Reconciler) act(ctx context.Context, p *pass, obs *Observation, plan *Plan, seq int64) (actResult, error) {
+func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64) (actResult, error) {
 	var errs []error
 	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
@@ -128,7 +128,7 @@ func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) er
 // createInstances creates n Exporters in slow-start batches (1, 2, 4, ...), as the
 // ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
 // not n. Creates within a batch run concurrently.
-func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *Observation, n int32, seq int64) (int64, error) {
+func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observation, n int32, seq int64) (int64, error) {
 	if n <= 0 {
 		return seq, nil
 	}
@@ -146,7 +146,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *Observat
 		names := make([]string, batch)
 		for i := range names {
 			for {
-				names[i] = InstanceName(p.set.Name, string(p.set.UID), seq)
+				names[i] = instanceName(p.set.Name, string(p.set.UID), seq)
 				seq++
 				if !taken[names[i]] {
 					break
@@ -160,7 +160,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *Observat
 		}
 		r.metrics.countCreated(p.set.Namespace, p.set.Name, len(created))
 		if err != nil {
-			r.recorder.Eventf(p.set, nil, "Warning", EventCreateFailed, "Create", "creating instances: %v", err)
+			r.warning(p.set, nil, EventCreateFailed, "Create", "creating instances: %v", err)
 			return seq, err
 		}
 	}

@@ -63,9 +63,9 @@ type failureMemory struct {
 type setFailures struct {
 	version     string // the set's and class's versions: a change resets the count
 	everReady   map[types.UID]bool
-	counted     map[types.UID]bool            // failure keys (failureKey) counted
-	failedOnce  map[types.UID]bool            // instances with a counted failure
-	seen        map[types.UID]map[string]bool // reasons seen per instance, for the metric
+	counted     map[types.UID]bool                                // failure keys (failureKey) counted
+	failedOnce  map[types.UID]bool                                // instances with a counted failure
+	seen        map[types.UID]map[vtv1alpha1.ConditionReason]bool // reasons seen per instance, for the metric
 	consecutive int
 	lastAt      time.Time
 	last        *Problem
@@ -82,7 +82,7 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 	defer m.mu.Unlock()
 	s := m.sets[key]
 	if s == nil {
-		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]map[string]bool{}}
+		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]map[vtv1alpha1.ConditionReason]bool{}}
 		m.sets[key] = s
 	}
 	if s.version != version {
@@ -108,7 +108,7 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 		// pull between two back-offs shows no problem for a moment).
 		if !s.seen[uid][pr.Reason] {
 			if s.seen[uid] == nil {
-				s.seen[uid] = map[string]bool{}
+				s.seen[uid] = map[vtv1alpha1.ConditionReason]bool{}
 			}
 			s.seen[uid][pr.Reason] = true
 			out.New = append(out.New, pr)

@@ -92,7 +92,7 @@ func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl 
 func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding vtv1alpha1.BindingMode, now time.Time, res passResult) metav1.Condition {
 	c, fs, bo, act := res.counts, res.health.failures, res.health.backoff, res.act
 	failing := res.health.failing(now)
-	why := func() (string, string) { // the most specific cause of False
+	why := func() (vtv1alpha1.ConditionReason, string) { // the most specific cause of False
 		switch {
 		case fs.Failing > 0:
 			return fs.Reason, fs.message()
@@ -127,17 +127,17 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 
 // condOf returns a condFunc for conditions of generation gen.
 func condOf(gen int64) condFunc {
-	return func(typ string, ok bool, reason, format string, args ...any) metav1.Condition {
+	return func(typ string, ok bool, reason vtv1alpha1.ConditionReason, format string, args ...any) metav1.Condition {
 		status := metav1.ConditionFalse
 		if ok {
 			status = metav1.ConditionTrue
 		}
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: fmt.Sprintf(format, args...), ObservedGeneration: gen}
+		return metav1.Condition{Type: typ, Status: status, Reason: string(reason), Message: fmt.Sprintf(format, args...), ObservedGeneration: gen}
 	}
 }
 
 // condFunc builds a condition of the set's generation.
-type condFunc func(typ string, ok bool, reason, format string, args ...any) metav1.Condition
+type condFunc func(typ string, ok bool, reason vtv1alpha1.ConditionReason, format string, args ...any) metav1.Condition
 
 func durationOf(d *metav1.Duration) (out time.Duration) {
 	if d != nil {

@@ -15,13 +15,13 @@ import (
 // condWant is one expected condition: its status, reason and a part of its message.
 type condWant struct {
 	status  metav1.ConditionStatus
-	reason  string
+	reason  vtv1alpha1.ConditionReason
 	message string
 }
 
 func checkCond(t *testing.T, c metav1.Condition, want condWant) {
 	t.Helper()
-	if c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, want.message) {
+	if c.Status != want.status || c.Reason != string(want.reason) || !strings.Contains(c.Message, want.message) {
 		t.Errorf("%s=%s %s %q, want %s %s containing %q", c.Type, c.Status, c.Reason, c.Message, want.status, want.reason, want.message)
 	}
 	if c.ObservedGeneration != 3 {

@@ -35,8 +35,8 @@ func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instanc
 	}}
 }
 
-func problem(reason string) trait {
-	return func(in *Instance) { in.Problem = &Problem{Reason: reason, Message: "kubelet says " + reason} }
+func problem(reason vtv1alpha1.ConditionReason) trait {
+	return func(in *Instance) { in.Problem = &Problem{Reason: reason, Message: "kubelet says " + string(reason)} }
 }
 
 // TestAvailableTruthTable: Available is True only when the set is not blocked, the warm
@@ -49,7 +49,7 @@ func TestAvailableTruthTable(t *testing.T) {
 		p          *condInput
 		edit       func(*condInput)
 		want       bool
-		wantReason string
+		wantReason vtv1alpha1.ConditionReason
 	}{
 		{name: "empty pool asked for nothing", p: conditionPass(0, 0, imm), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "buffer met", p: conditionPass(0, 1, imm, instance("a", ready)), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
@@ -101,11 +101,11 @@ func TestAvailableTruthTable(t *testing.T) {
 			if c == nil {
 				t.Fatal("no Available condition")
 			}
-			if got := c.Status == metav1.ConditionTrue; got != tc.want || c.Reason != tc.wantReason {
+			if got := c.Status == metav1.ConditionTrue; got != tc.want || c.Reason != string(tc.wantReason) {
 				t.Errorf("Available=%s (%s: %s), want %v (%s)", c.Status, c.Reason, c.Message, tc.want, tc.wantReason)
 			}
 			// WaitForFirstConsumer is the documented exception: idle instances have no Pod.
-			if c.Status == metav1.ConditionTrue && c.Reason != vtv1alpha1.ReasonWaitForFirstConsumer && (tc.p.res.counts.AvailableReplicas < tc.p.set.Spec.MinAvailableReplicas || tc.p.res.health.failures.Serving < int(tc.p.set.Spec.MinReplicas)) {
+			if c.Status == metav1.ConditionTrue && c.Reason != string(vtv1alpha1.ReasonWaitForFirstConsumer) && (tc.p.res.counts.AvailableReplicas < tc.p.set.Spec.MinAvailableReplicas || tc.p.res.health.failures.Serving < int(tc.p.set.Spec.MinReplicas)) {
 				t.Errorf("Available=True with %d available (buffer %d) and %d serving (floor %d)", tc.p.res.counts.AvailableReplicas, tc.p.set.Spec.MinAvailableReplicas, tc.p.res.health.failures.Serving, tc.p.set.Spec.MinReplicas)
 			}
 		})
@@ -118,7 +118,7 @@ func TestDegradedFailures(t *testing.T) {
 	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
 	p.res.health.backoff = backoffState{Failures: 2, Until: p.now.Add(4 * time.Second)}
 	c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded)
-	if c.Status != metav1.ConditionTrue || c.Reason != vtv1alpha1.ReasonImagePullFailed {
+	if c.Status != metav1.ConditionTrue || c.Reason != string(vtv1alpha1.ReasonImagePullFailed) {
 		t.Fatalf("Degraded=%s %s, want True ImagePullFailed", c.Status, c.Reason)
 	}
 	for _, want := range []string{"1 of 2 instances cannot pull an image", "instance a", "kubelet says ImagePullFailed", "next attempt at 2026-01-01T01:00:04Z"} {
@@ -127,7 +127,7 @@ func TestDegradedFailures(t *testing.T) {
 		}
 	}
 	p.res.blocked = blocked(vtv1alpha1.ReasonClassNotFound, "class gone")
-	if c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded); c.Reason != vtv1alpha1.ReasonClassNotFound {
+	if c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded); c.Reason != string(vtv1alpha1.ReasonClassNotFound) {
 		t.Errorf("a blocker ranks above failures; got %s", c.Reason)
 	}
 	// No failing instance left (replaced), but still backing off: said as such.
@@ -137,7 +137,7 @@ func TestDegradedFailures(t *testing.T) {
 	conds := p.conditions()
 	for _, typ := range []string{vtv1alpha1.ConditionDegraded, vtv1alpha1.ConditionProgressing} {
 		c := apimeta.FindStatusCondition(conds, typ)
-		if c.Reason != vtv1alpha1.ReasonBackingOff || !strings.Contains(c.Message, "instance x: TargetCrashing: exit code 1") {
+		if c.Reason != string(vtv1alpha1.ReasonBackingOff) || !strings.Contains(c.Message, "instance x: TargetCrashing: exit code 1") {
 			t.Errorf("%s: %s %q", typ, c.Reason, c.Message)
 		}
 	}

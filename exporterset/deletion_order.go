@@ -28,10 +28,10 @@ func priorityOf(in *Instance) retirePriority {
 	}
 }
 
-// RetireOrder sorts candidates in the order they should be retired: failed or terminal
+// retireOrder sorts candidates in the order they should be retired: failed or terminal
 // first, then not ready, then idle with the newest first; equal ranks by name, descending,
 // so plans are deterministic. It sorts in place.
-func RetireOrder(candidates []*Instance) {
+func retireOrder(candidates []*Instance) {
 	type key struct {
 		prio    retirePriority
 		created int64

@@ -14,7 +14,7 @@ import (
 // kubelet and the scheduler) and its Exporter's (written by Jumpstarter).
 type Problem struct {
 	// Reason is one of the instance failure reasons (vtv1alpha1.ReasonImagePullFailed, ...).
-	Reason string
+	Reason vtv1alpha1.ConditionReason
 	// Container and Image name what failed, when a container did.
 	Container, Image string
 	// Message quotes the kubelet's or scheduler's own message where there is one.
@@ -250,7 +250,7 @@ func orDefault(s, def string) string {
 
 // diagnose sets each instance's Problem and returns the pool's failures and the set's
 // failure backoff.
-func (r *Reconciler) diagnose(p *pass, obs *Observation) health {
+func (r *Reconciler) diagnose(p *pass, obs *observation) health {
 	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
 	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
 	if p.class != nil {
@@ -273,7 +273,7 @@ func (r *Reconciler) diagnose(p *pass, obs *Observation) health {
 }
 
 // isFailureReason reports whether reason is an instance failure or the backoff after them.
-func isFailureReason(reason string) bool {
+func isFailureReason(reason vtv1alpha1.ConditionReason) bool {
 	_, ok := failureOrder[reason]
 	return ok || reason == vtv1alpha1.ReasonBackingOff
 }

@@ -9,9 +9,27 @@
 //	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry)
 //	_ = r.SetupWithManager(mgr)
 //
-// One reconcile reads like its data flow, each step in its own file:
-// observe (observe.go: the set's objects from the cache) -> compute status (status.go, pure)
-// -> plan (plan.go, pure) -> act (act.go, lifecycle.go, retire.go: create, configure, start,
-// retire and recycle through the provisioner and the client) -> write status once (reconciler.go).
-// The pure steps, ComputeStatus and PlanScale, are exported and need no API server.
+// # Data flow
+//
+// One reconcile of one set (a pass, pass.go) runs its steps in one direction. Each step takes
+// typed inputs and returns a typed result; none writes into an earlier step's data:
+//
+//	inputs    reconciler.go   the class, the provisioner, the selector      -> blocker
+//	request   request.go      merged parameters, images, Validate (memoized) -> blocker
+//	observe   observe.go      the set's Exporters, Pods, Secrets and Leases  -> observation
+//	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
+//	status    status.go       ComputeStatus (pure)                          -> Counts
+//	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan
+//	act       act.go          create, retire (retire.go), configure and     -> actResult
+//	                          start (lifecycle.go) through the provisioner
+//	status    conditions.go   four conditions, each a pure function of the results
+//	write     writestatus.go  one status write, only when it changed; problem events
+//
+// Beside the passes, the fast path (fastpath.go) configures and starts a fresh instance the
+// moment its credential appears, with the request its set's last pass prepared. What the
+// reconciler remembers between passes lives in memory.go under one rule: nothing outlives
+// the set or the instance it is about.
+//
+// The pure steps, ComputeStatus and PlanScale, are exported and need no API server
+// (examples/whatif uses them on a pool built in memory).
 package exporterset

@@ -10,37 +10,42 @@ import (
 	"k8s.io/client-go/tools/events"
 )
 
+// EventReason is the reason of an event the reconciler records on an ExporterSet. It is a
+// type of its own so that only the reasons declared here (and, for instance failures, the
+// condition reasons of vtv1alpha1, converted) are recorded.
+type EventReason string
+
 // Event reasons, one per kind of change or failure the reconciler reports. Changes to
 // instances (Created ... Retained) are recorded once per reconcile pass and reason, naming
 // the instances (the one instance's object is the event's related object).
 const (
 	// EventCreated: an instance (Exporter) was created.
-	EventCreated = "Created"
+	EventCreated EventReason = "Created"
 	// EventCreateFailed: creating an instance failed.
-	EventCreateFailed = "CreateFailed"
+	EventCreateFailed EventReason = "CreateFailed"
 	// EventConfigured: an instance's exporter config Secret was written.
-	EventConfigured = "Configured"
+	EventConfigured EventReason = "Configured"
 	// EventPodStarted: an instance's Pod was created.
-	EventPodStarted = "PodStarted"
+	EventPodStarted EventReason = "PodStarted"
 	// EventPodRestarted: a terminal Pod was deleted so the instance starts afresh (InPlaceReuse).
-	EventPodRestarted = "PodRestarted"
+	EventPodRestarted EventReason = "PodRestarted"
 	// EventRetiring: an instance was disabled to be removed once unleased.
-	EventRetiring = "Retiring"
+	EventRetiring EventReason = "Retiring"
 	// EventRetired: a retired instance was deleted.
-	EventRetired = "Retired"
+	EventRetired EventReason = "Retired"
 	// EventRetained: a retired instance was released from the set and kept (reclaimPolicy Retain).
-	EventRetained = "Retained"
+	EventRetained EventReason = "Retained"
 	// EventRecycled: an instance whose exporter exited after its lease was deleted to be replaced.
-	EventRecycled = "Recycled"
+	EventRecycled EventReason = "Recycled"
 	// EventInvalidSpec: the class, the parameters or the selector are wrong.
-	EventInvalidSpec = "InvalidSpec"
+	EventInvalidSpec EventReason = "InvalidSpec"
 	// EventProvisionerError: the provisioner failed.
-	EventProvisionerError = "ProvisionerError"
+	EventProvisionerError EventReason = "ProvisionerError"
 	// EventDriverWarning: the provisioner warns about the input without refusing it (e.g. a
 	// driver type it does not check); one event per warning and version of the set and class.
-	EventDriverWarning = "DriverWarning"
+	EventDriverWarning EventReason = "DriverWarning"
 	// EventWaiting: the set waits for something a person must provide (CA bundle, credentials).
-	EventWaiting = "Waiting"
+	EventWaiting EventReason = "Waiting"
 )
 
 // passEvents collects one pass's Normal events by reason, to be recorded as one event per
@@ -49,7 +54,7 @@ const (
 // lock.
 type passEvents struct {
 	mu    sync.Mutex
-	items map[string][]eventItem
+	items map[EventReason][]eventItem
 }
 
 // eventItem is one instance's part of an aggregated event.
@@ -59,11 +64,11 @@ type eventItem struct {
 }
 
 // add notes that reason happened to an instance: text names it, related is the object changed.
-func (e *passEvents) add(reason, text string, related runtime.Object) {
+func (e *passEvents) add(reason EventReason, text string, related runtime.Object) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.items == nil {
-		e.items = map[string][]eventItem{}
+		e.items = map[EventReason][]eventItem{}
 	}
 	e.items[reason] = append(e.items[reason], eventItem{text: text, related: related})
 }
@@ -72,7 +77,7 @@ func (e *passEvents) add(reason, text string, related runtime.Object) {
 // its text) and of several (%d the count, %s the list).
 type batchedEvent struct{ action, one, many string }
 
-var batchedEvents = map[string]batchedEvent{
+var batchedEvents = map[EventReason]batchedEvent{
 	EventCreated:      {"Create", "created instance %s", "created %d instances: %s"},
 	EventConfigured:   {"Configure", "updated exporter config of %s", "updated the exporter config of %d instances: %s"},
 	EventPodStarted:   {"Start", "started pod of instance %s", "started the pods of %d instances: %s"},
@@ -93,23 +98,23 @@ func (e *passEvents) flush(rec events.EventRecorder, set runtime.Object) {
 	items := e.items
 	e.items = nil
 	e.mu.Unlock()
-	reasons := make([]string, 0, len(items))
+	reasons := make([]EventReason, 0, len(items))
 	for reason := range items {
 		reasons = append(reasons, reason)
 	}
-	sort.Strings(reasons)
+	sort.Slice(reasons, func(i, j int) bool { return reasons[i] < reasons[j] })
 	for _, reason := range reasons {
 		list := items[reason]
 		how := batchedEvents[reason]
 		if len(list) == 1 {
-			rec.Eventf(set, list[0].related, "Normal", reason, how.action, how.one, list[0].text)
+			rec.Eventf(set, list[0].related, "Normal", string(reason), how.action, how.one, list[0].text)
 			continue
 		}
 		texts := make([]string, len(list))
 		for i, it := range list {
 			texts[i] = it.text
 		}
-		rec.Eventf(set, nil, "Normal", reason, how.action, how.many, len(list), joinBounded(texts, eventListLimit))
+		rec.Eventf(set, nil, "Normal", string(reason), how.action, how.many, len(list), joinBounded(texts, eventListLimit))
 	}
 }
 
@@ -128,4 +133,9 @@ func joinBounded(texts []string, limit int) string {
 		b.WriteString(t)
 	}
 	return b.String()
+}
+
+// warning records a Warning event on the set (related may be nil).
+func (r *Reconciler) warning(set, related runtime.Object, reason EventReason, action, format string, args ...any) {
+	r.recorder.Eventf(set, related, "Warning", string(reason), action, format, args...)
 }

@@ -49,8 +49,8 @@ func TestPassEventsAggregatePerReason(t *testing.T) {
 	rec := &captureRecorder{}
 	e.flush(rec, set)
 	want := []recorded{
-		{Related: true, Reason: EventCreated, Action: "Create", Note: "created instance pool-9"},
-		{Reason: EventPodStarted, Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
+		{Related: true, Reason: string(EventCreated), Action: "Create", Note: "created instance pool-9"},
+		{Reason: string(EventPodStarted), Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
 	}
 	if d := cmp.Diff(want, rec.got); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
@@ -88,7 +88,7 @@ func TestPassEventsNoteBounded(t *testing.T) {
 }
 
 func TestEveryInstanceEventHasABatchedForm(t *testing.T) {
-	for _, reason := range []string{EventCreated, EventConfigured, EventPodStarted, EventPodRestarted, EventRetiring, EventRetired, EventRecycled, EventRetained} {
+	for _, reason := range []EventReason{EventCreated, EventConfigured, EventPodStarted, EventPodRestarted, EventRetiring, EventRetired, EventRecycled, EventRetained} {
 		how, ok := batchedEvents[reason]
 		if !ok || how.action == "" || strings.Count(how.one, "%") != 1 || strings.Count(how.one, "%s") != 1 ||
 			strings.Count(how.many, "%") != 2 || strings.Index(how.many, "%d") > strings.Index(how.many, "%s") {

@@ -57,7 +57,7 @@ func (e *expectations) expectRetiring(key string, now time.Time, names ...string
 // reconcile drops what obs shows (or what timed out) and applies the rest to it: it returns
 // how many created Exporters the cache does not show yet, and marks instances this process
 // disabled as retiring when the cache still shows them enabled.
-func (e *expectations) reconcile(key string, now time.Time, obs *Observation) int32 {
+func (e *expectations) reconcile(key string, now time.Time, obs *observation) int32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.sets[key]

@@ -38,12 +38,12 @@ func availableCond(st vtv1alpha1.ExporterSetStatus) *metav1.Condition {
 }
 
 // waitFailure waits until Degraded and (when wantAvailableFalse) Available both show reason.
-func (w *world) waitFailure(set, reason string, timeout time.Duration) vtv1alpha1.ExporterSetStatus {
+func (w *world) waitFailure(set string, reason vtv1alpha1.ConditionReason, timeout time.Duration) vtv1alpha1.ExporterSetStatus {
 	w.t.Helper()
-	return w.waitStatus(set, timeout, "Degraded and Available "+reason, func(s vtv1alpha1.ExporterSetStatus) bool {
+	return w.waitStatus(set, timeout, "Degraded and Available "+string(reason), func(s vtv1alpha1.ExporterSetStatus) bool {
 		r, _ := degraded(s)
 		a := availableCond(s)
-		return r == reason && a != nil && a.Status == metav1.ConditionFalse && a.Reason == reason
+		return r == reason && a != nil && a.Status == metav1.ConditionFalse && a.Reason == string(reason)
 	})
 }
 
@@ -100,7 +100,7 @@ exporterset_instance_failures_total{exporterset="pool",namespace="` + w.ns + `",
 		t.Errorf("status %s", summary(st))
 	}
 	time.Sleep(2 * time.Second) // several passes and pull retries: still one event
-	if notes := w.eventNotes("pool", vtv1alpha1.ReasonImagePullFailed); len(notes) != 1 {
+	if notes := w.eventNotes("pool", string(vtv1alpha1.ReasonImagePullFailed)); len(notes) != 1 {
 		t.Errorf("%d ImagePullFailed events, want 1: %q", len(notes), notes)
 	}
 
@@ -193,12 +193,12 @@ func TestCrashLoopBackoffBoundsChurn(t *testing.T) {
 	// that sees the crash also retires it, and the next says BackingOff. A poll can miss that
 	// moment; the event of the new problem stays.
 	w.eventually(30*time.Second, "a TargetCrashing event", func() string {
-		if len(w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing)) == 0 {
+		if len(w.eventNotes("pool", string(vtv1alpha1.ReasonTargetCrashing))) == 0 {
 			return "none yet"
 		}
 		return ""
 	})
-	mustContain(t, "TargetCrashing event", w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing)[0], "container runtime", "exit code 1 (Error)")
+	mustContain(t, "TargetCrashing event", w.eventNotes("pool", string(vtv1alpha1.ReasonTargetCrashing))[0], "container runtime", "exit code 1 (Error)")
 	st := w.getSet("pool").Status
 	window := time.Now()
 	seqStart := st.InstanceSequence
@@ -250,12 +250,12 @@ func TestExporterCrashFailsPod(t *testing.T) {
 	w.controller(env.Config)
 	w.set("pool", 0, 2, 1)
 	w.eventually(30*time.Second, "a TargetCrashing event naming OOMKilled", func() string {
-		for _, n := range w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing) {
+		for _, n := range w.eventNotes("pool", string(vtv1alpha1.ReasonTargetCrashing)) {
 			if strings.Contains(n, "exit code 137 (OOMKilled)") {
 				return ""
 			}
 		}
-		return fmt.Sprintf("events %q; status %s", w.eventNotes("pool", vtv1alpha1.ReasonTargetCrashing), summary(w.getSet("pool").Status))
+		return fmt.Sprintf("events %q; status %s", w.eventNotes("pool", string(vtv1alpha1.ReasonTargetCrashing)), summary(w.getSet("pool").Status))
 	})
 	w.waitStatus("pool", 20*time.Second, "the crashed instance replaced", func(s vtv1alpha1.ExporterSetStatus) bool { return s.InstanceSequence >= 2 })
 }
@@ -274,7 +274,7 @@ func TestStartupDeadline(t *testing.T) {
 		r, msg := degraded(s)
 		a := availableCond(s)
 		return a != nil && a.Status == metav1.ConditionFalse && (r == vtv1alpha1.ReasonStartupDeadlineExceeded ||
-			r == vtv1alpha1.ReasonBackingOff && strings.Contains(msg, vtv1alpha1.ReasonStartupDeadlineExceeded))
+			r == vtv1alpha1.ReasonBackingOff && strings.Contains(msg, string(vtv1alpha1.ReasonStartupDeadlineExceeded)))
 	})
 	w.waitStatus("pool", 20*time.Second, "the slow instance replaced", func(s vtv1alpha1.ExporterSetStatus) bool { return s.InstanceSequence >= 2 })
 	w.sim.SetPodStartDelay(0)
@@ -316,7 +316,7 @@ func TestEvictionAndNodeLossKeepLeases(t *testing.T) {
 	// scheduled (the node is tainted unreachable): the loss is reported by an event, and the
 	// pool is not available either way.
 	w.eventually(30*time.Second, "a NodeLost event", func() string {
-		if len(w.eventNotes("pool", vtv1alpha1.ReasonNodeLost)) > 0 {
+		if len(w.eventNotes("pool", string(vtv1alpha1.ReasonNodeLost))) > 0 {
 			return ""
 		}
 		return summary(w.getSet("pool").Status)
@@ -342,7 +342,7 @@ func TestProvisionerWarningIsAnEventNotABlock(t *testing.T) {
 	w.set("pool", 0, 2, 1)
 	w.waitHealthy("pool", 1, 30*time.Second)
 	time.Sleep(time.Second) // more passes: still one event
-	notes := w.eventNotes("pool", exporterset.EventDriverWarning)
+	notes := w.eventNotes("pool", string(exporterset.EventDriverWarning))
 	if len(notes) != 1 || !strings.Contains(notes[0], `spec.parameters.warn: driver type "jumpstarter_driver_x.X" is not checked`) {
 		t.Errorf("DriverWarning events %q, want one naming the field", notes)
 	}

@@ -35,7 +35,7 @@ func TestTransientProvisionerFailureDeletesNothing(t *testing.T) {
 	if w.fake.Calls("Validate") <= calls {
 		t.Fatalf("a transient failure is not retried")
 	}
-	if n := w.eventCount("pool", exporterset.EventProvisionerError); n != 1 {
+	if n := w.eventCount("pool", string(exporterset.EventProvisionerError)); n != 1 {
 		t.Errorf("%d ProvisionerError events for one problem retried %d times, want 1", n, w.fake.Calls("Validate")-calls)
 	}
 

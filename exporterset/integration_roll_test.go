@@ -31,9 +31,9 @@ func healthyPool(t *testing.T, maxR, buffer int32, simOpts ...jumpsim.Option) (*
 	return w, set
 }
 
-func reasonOf(st vtv1alpha1.ExporterSetStatus, typ string) string {
+func reasonOf(st vtv1alpha1.ExporterSetStatus, typ string) vtv1alpha1.ConditionReason {
 	if c := apimeta.FindStatusCondition(st.Conditions, typ); c != nil {
-		return c.Reason
+		return vtv1alpha1.ConditionReason(c.Reason)
 	}
 	return ""
 }

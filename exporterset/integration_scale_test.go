@@ -37,7 +37,7 @@ func TestCeilingHonouredAndScalingLimited(t *testing.T) {
 	}
 	st := w.waitStatus("pool", 30*time.Second, "ScalingLimited", func(s vtv1alpha1.ExporterSetStatus) bool {
 		c := apimeta.FindStatusCondition(s.Conditions, vtv1alpha1.ConditionScalingLimited)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == vtv1alpha1.ReasonAtMaxReplicas
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == string(vtv1alpha1.ReasonAtMaxReplicas)
 	})
 	if st.Replicas > 4 {
 		t.Fatalf("replicas %d above maxReplicas 4", st.Replicas)

@@ -13,9 +13,9 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 )
 
-func degraded(st vtv1alpha1.ExporterSetStatus) (reason, message string) {
+func degraded(st vtv1alpha1.ExporterSetStatus) (reason vtv1alpha1.ConditionReason, message string) {
 	if c := apimeta.FindStatusCondition(st.Conditions, vtv1alpha1.ConditionDegraded); c != nil && c.Status == "True" {
-		return c.Reason, c.Message
+		return vtv1alpha1.ConditionReason(c.Reason), c.Message
 	}
 	return "", ""
 }
@@ -97,12 +97,12 @@ func TestCABundleMissingIsACondition(t *testing.T) {
 		t.Fatalf("pods started without a CA bundle: %s", summary(st))
 	}
 	w.eventually(10*time.Second, "a Waiting event naming the ConfigMap", func() string {
-		for _, n := range w.eventNotes("pool", exporterset.EventWaiting) {
+		for _, n := range w.eventNotes("pool", string(exporterset.EventWaiting)) {
 			if strings.Contains(n, "custom-ca") {
 				return ""
 			}
 		}
-		return fmt.Sprintf("Waiting events: %q", w.eventNotes("pool", exporterset.EventWaiting))
+		return fmt.Sprintf("Waiting events: %q", w.eventNotes("pool", string(exporterset.EventWaiting)))
 	})
 	// A PEM block: the simulated exporter, like the real one, cannot use a CA that is none.
 	w.create(configMap("custom-ca", map[string]string{"bundle.pem": "-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"}))

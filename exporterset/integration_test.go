@@ -46,7 +46,7 @@ func TestScaleFromZeroToMinReplicas(t *testing.T) {
 			t.Errorf("config secret of %s: %v", e.Name, err)
 		}
 	}
-	if got := condition(st, vtv1alpha1.ConditionAvailable); got == nil || *got != "True/"+vtv1alpha1.ReasonWarmBufferMet {
+	if got := condition(st, vtv1alpha1.ConditionAvailable); got == nil || *got != "True/"+string(vtv1alpha1.ReasonWarmBufferMet) {
 		t.Errorf("Available = %v", got)
 	}
 
@@ -74,7 +74,7 @@ func TestScaleFromZeroToMinReplicas(t *testing.T) {
 	w.eventually(10*time.Second, "Created events naming the 3 instances", func() string {
 		exporters := w.exporters("pool")
 		named := map[string]int{}
-		for _, note := range w.eventNotes("pool", exporterset.EventCreated) {
+		for _, note := range w.eventNotes("pool", string(exporterset.EventCreated)) {
 			for _, x := range exporters {
 				if strings.Contains(note, x.Name) {
 					named[x.Name]++

@@ -93,7 +93,7 @@ func (m *metrics) observeFailures(ns, name string, b backoffState, now time.Time
 		return
 	}
 	for _, pr := range b.New {
-		m.failures.WithLabelValues(ns, name, pr.Reason).Inc()
+		m.failures.WithLabelValues(ns, name, string(pr.Reason)).Inc()
 	}
 	v := 0.0
 	if b.active(now) {

@@ -11,11 +11,11 @@ import (
 // 63-character label limit that Pod hostnames derive from.
 const maxSetPrefix = 40
 
-// InstanceName is the Exporter name of the set's seq-th created instance. Names are a pure
+// instanceName is the Exporter name of the set's seq-th created instance. Names are a pure
 // function of the set's UID and a sequence number kept in status, so a reconcile working from
 // a stale cache computes the name an earlier reconcile already created and gets AlreadyExists
 // instead of creating a second instance; the UID keeps a recreated set from reusing names.
-func InstanceName(setName, setUID string, seq int64) string {
+func instanceName(setName, setUID string, seq int64) string {
 	sum := sha256.Sum256([]byte(setUID + "/" + strconv.FormatInt(seq, 10)))
 	suffix := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:6]
 	prefix := setName

@@ -15,9 +15,9 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
-// Observation is what one reconcile sees of a set, read from the cache. Its objects are
+// observation is what one reconcile sees of a set, read from the cache. Its objects are
 // shared with the cache and must not be modified.
-type Observation struct {
+type observation struct {
 	// Instances are the Exporters controlled by the set and matching its selector, with
 	// their Pods and config Secrets, sorted by name.
 	Instances []*Instance
@@ -29,7 +29,7 @@ type Observation struct {
 }
 
 // uids are the UIDs of every Exporter the set controls (instances and strays).
-func (o *Observation) uids() map[types.UID]bool {
+func (o *observation) uids() map[types.UID]bool {
 	out := make(map[types.UID]bool, len(o.Instances)+len(o.Strays))
 	for _, in := range o.Instances {
 		out[in.Exporter.UID] = true
@@ -46,7 +46,7 @@ func (o *Observation) uids() map[types.UID]bool {
 // The objects are the cache's own, not copies: copying every Pod, Secret and Exporter of a
 // large pool on every pass was a fifth of the controller's CPU. Nothing may modify them;
 // writes start from a DeepCopy, and provisioners get copies.
-func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*Observation, error) {
+func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*observation, error) {
 	ns := client.InNamespace(set.Namespace)
 	var mine client.ListOption = client.MatchingLabels{LabelSet: set.Name}
 	if r.indexed {
@@ -84,7 +84,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		secretsByName[s.Name] = s
 	}
 
-	obs := &Observation{}
+	obs := &observation{}
 	for i := range exporters.Items {
 		e := &exporters.Items[i]
 		ref := metav1.GetControllerOf(e)

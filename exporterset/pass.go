@@ -49,9 +49,12 @@ func (p *pass) binding() vtv1alpha1.BindingMode {
 
 // blocker is why a set cannot act at all (class missing, invalid parameters...): a person
 // must change something.
-type blocker struct{ reason, message string }
+type blocker struct {
+	reason  vtv1alpha1.ConditionReason
+	message string
+}
 
-func blocked(reason, format string, args ...any) *blocker {
+func blocked(reason vtv1alpha1.ConditionReason, format string, args ...any) *blocker {
 	return &blocker{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 

@@ -157,7 +157,7 @@ func PlanScale(in PlanInput) Plan {
 
 	// Scale down: an excess over the ceiling goes at once, a surplus below it after the
 	// cooldown. Candidates are warm (unleased) instances only.
-	RetireOrder(warm)
+	retireOrder(warm)
 	excess := int32(0)
 	if in.MaxReplicas > 0 {
 		excess = max(0, occupied+in.Expected-in.MaxReplicas)

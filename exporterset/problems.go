@@ -10,7 +10,7 @@ import (
 
 // failureOrder ranks failure reasons when as many instances share each: the one a person
 // fixes first (an image or a node), then what follows from it.
-var failureOrder = map[string]int{
+var failureOrder = map[vtv1alpha1.ConditionReason]int{
 	vtv1alpha1.ReasonImagePullFailed:         0,
 	vtv1alpha1.ReasonUnschedulable:           1,
 	vtv1alpha1.ReasonContainerCreateFailed:   2,
@@ -25,7 +25,7 @@ var failureOrder = map[string]int{
 // reason, one instance that shows it, and how many more share it.
 type failureSummary struct {
 	// Reason is the most common failure reason; "" when no instance fails.
-	Reason string
+	Reason vtv1alpha1.ConditionReason
 	// Example is an instance with that reason, Problem its problem.
 	Example string
 	Problem *Problem
@@ -33,7 +33,7 @@ type failureSummary struct {
 	// how many instances the pool has (not counting those being retired or deleted).
 	Count, Failing, Total int
 	// Others counts the instances per other reason.
-	Others map[string]int
+	Others map[vtv1alpha1.ConditionReason]int
 	// Serving counts the instances that are ready and not failing, leased or not: what
 	// serves the floor.
 	Serving int
@@ -42,7 +42,7 @@ type failureSummary struct {
 // summarizeFailures groups the instances' problems. It is pure.
 func summarizeFailures(instances []*Instance) failureSummary {
 	var s failureSummary
-	by := map[string][]*Instance{}
+	by := map[vtv1alpha1.ConditionReason][]*Instance{}
 	for _, in := range instances {
 		if in.Deleting() || in.Retiring() {
 			continue // on their way out: not part of the pool any more
@@ -59,7 +59,7 @@ func summarizeFailures(instances []*Instance) failureSummary {
 	if s.Failing == 0 {
 		return s
 	}
-	reasons := make([]string, 0, len(by))
+	reasons := make([]vtv1alpha1.ConditionReason, 0, len(by))
 	for r := range by {
 		reasons = append(reasons, r)
 	}
@@ -75,7 +75,7 @@ func summarizeFailures(instances []*Instance) failureSummary {
 	s.Example, s.Problem = top[0].Name(), top[0].Problem
 	for _, r := range reasons[1:] {
 		if s.Others == nil {
-			s.Others = map[string]int{}
+			s.Others = map[vtv1alpha1.ConditionReason]int{}
 		}
 		s.Others[r] = len(by[r])
 	}
@@ -108,7 +108,7 @@ func (s failureSummary) message() string {
 	return b.String()
 }
 
-func failureVerb(reason string) string {
+func failureVerb(reason vtv1alpha1.ConditionReason) string {
 	switch reason {
 	case vtv1alpha1.ReasonImagePullFailed:
 		return "cannot pull an image"

@@ -219,7 +219,7 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 }
 
 // planInput is PlanScale's input for a pass.
-func planInput(p *pass, obs *Observation, h health, expected int32) PlanInput {
+func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
 	s := p.set.Spec
 	in := PlanInput{
 		MinReplicas:          s.MinReplicas,

@@ -93,7 +93,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
 	if err := p.prov.Cleanup(ctx, p.req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {
-		r.recorder.Eventf(p.set, &fresh, "Warning", EventProvisionerError, "Cleanup", "cleaning up %s: %v", fresh.Name, err)
+		r.warning(p.set, &fresh, EventProvisionerError, "Cleanup", "cleaning up %s: %v", fresh.Name, err)
 		return fmt.Errorf("cleaning up %s: %w", fresh.Name, err)
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {

@@ -21,7 +21,7 @@ func rollOutdated(in PlanInput, old, fresh []*Instance, need, room, busy int32, 
 	if len(old) == 0 {
 		return nil
 	}
-	RetireOrder(old) // not ready or failing first
+	retireOrder(old) // not ready or failing first
 	var out, spare []*Instance
 	var availOld, availNew int32
 	for _, i := range old {

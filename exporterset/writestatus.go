@@ -37,7 +37,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 			// with its counts and backoff clock: only a new reason is a new problem.
 			old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type)
 			if old == nil || old.Reason != c.Reason || !byReason && old.Message != c.Message {
-				r.recorder.Eventf(p.set, nil, "Warning", reason, action, "%s", c.Message)
+				r.warning(p.set, nil, reason, action, "%s", c.Message)
 			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
@@ -64,19 +64,19 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 // the set is blocked, it waits for something a person must provide, or its instances fail
 // (the event's reason is then the condition's, e.g. ImagePullFailed; byReason says only a
 // change of reason is new). Other problems (failed creates) record their own events.
-func problemEvent(blocked bool, c metav1.Condition) (reason, action string, byReason bool) {
+func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action string, byReason bool) {
 	if c.Type != vtv1alpha1.ConditionDegraded {
 		return "", "", false
 	}
-	switch {
-	case blocked && c.Reason == vtv1alpha1.ReasonProvisionerError:
+	switch cr := vtv1alpha1.ConditionReason(c.Reason); {
+	case blocked && cr == vtv1alpha1.ReasonProvisionerError:
 		return EventProvisionerError, "Reconcile", false
 	case blocked:
 		return EventInvalidSpec, "Reconcile", false
-	case c.Reason == vtv1alpha1.ReasonCABundleMissing || c.Reason == vtv1alpha1.ReasonCredentialsMissing:
+	case cr == vtv1alpha1.ReasonCABundleMissing || cr == vtv1alpha1.ReasonCredentialsMissing:
 		return EventWaiting, "Configure", false
-	case isFailureReason(c.Reason):
-		return c.Reason, "Observe", true
+	case isFailureReason(cr):
+		return EventReason(cr), "Observe", true
 	}
 	return "", "", false
 }

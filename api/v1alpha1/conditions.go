@@ -36,57 +36,60 @@ const (
 	ConditionScalingLimited = "ScalingLimited"
 )
 
-// Condition reasons of an ExporterSet, CamelCase as the API conventions ask.
+// ConditionReason is the reason of an ExporterSet condition, CamelCase as the API
+// conventions ask. It is a type of its own, so that the controller can only set the reasons
+// declared here; compare it with a condition's Reason as string(ReasonX).
+type ConditionReason string
+
+// Condition reasons of an ExporterSet.
 const (
 	// ReasonAsExpected: nothing is wrong.
-	ReasonAsExpected = "AsExpected"
+	ReasonAsExpected ConditionReason = "AsExpected"
 	// ReasonWarmBufferMet: at least minAvailableReplicas instances are available.
-	ReasonWarmBufferMet = "WarmBufferMet"
+	ReasonWarmBufferMet ConditionReason = "WarmBufferMet"
 	// ReasonWarmBufferNotMet: fewer than minAvailableReplicas instances are available.
-	ReasonWarmBufferNotMet = "WarmBufferNotMet"
+	ReasonWarmBufferNotMet ConditionReason = "WarmBufferNotMet"
 	// ReasonCreatingInstances: instances are being created.
-	ReasonCreatingInstances = "CreatingInstances"
+	ReasonCreatingInstances ConditionReason = "CreatingInstances"
 	// ReasonRetiringInstances: surplus instances are being disabled and removed.
-	ReasonRetiringInstances = "RetiringInstances"
+	ReasonRetiringInstances ConditionReason = "RetiringInstances"
 	// ReasonRollingInstances: idle instances are being replaced after a spec change.
-	ReasonRollingInstances = "RollingInstances"
+	ReasonRollingInstances ConditionReason = "RollingInstances"
 	// ReasonWaitingForCredentials: instances wait for the Jumpstarter controller's credential and endpoint.
-	ReasonWaitingForCredentials = "WaitingForCredentials"
+	ReasonWaitingForCredentials ConditionReason = "WaitingForCredentials"
 	// ReasonWaitingForInstances: instances exist but are not yet ready.
-	ReasonWaitingForInstances = "WaitingForInstances"
+	ReasonWaitingForInstances ConditionReason = "WaitingForInstances"
 	// ReasonClassNotFound: the VirtualTargetClass named by the set does not exist.
-	ReasonClassNotFound = "ClassNotFound"
+	ReasonClassNotFound ConditionReason = "ClassNotFound"
 	// ReasonProvisionerUnknown: no registered provisioner serves the class's provisioner name.
-	ReasonProvisionerUnknown = "ProvisionerUnknown"
+	ReasonProvisionerUnknown ConditionReason = "ProvisionerUnknown"
 	// ReasonInvalidParameters: the merged parameters were rejected by the provisioner; the message has the field path.
-	ReasonInvalidParameters = "InvalidParameters"
+	ReasonInvalidParameters ConditionReason = "InvalidParameters"
 	// ReasonInvalidSelector: spec.selector cannot be parsed.
-	ReasonInvalidSelector = "InvalidSelector"
+	ReasonInvalidSelector ConditionReason = "InvalidSelector"
 	// ReasonSelectorMismatch: spec.selector does not match the template labels, so created instances would not be counted.
-	ReasonSelectorMismatch = "SelectorMismatch"
+	ReasonSelectorMismatch ConditionReason = "SelectorMismatch"
 	// ReasonCABundleMissing: the CA bundle ConfigMap or its key is missing.
-	ReasonCABundleMissing = "CABundleMissing"
+	ReasonCABundleMissing ConditionReason = "CABundleMissing"
 	// ReasonCredentialsMissing: the credential Secret or its token key is missing.
-	ReasonCredentialsMissing = "CredentialsMissing"
+	ReasonCredentialsMissing ConditionReason = "CredentialsMissing"
 	// ReasonPodsFailing: instance Pods are failing.
-	ReasonPodsFailing = "PodsFailing"
+	ReasonPodsFailing ConditionReason = "PodsFailing"
 	// ReasonProvisionerError: the provisioner failed for another reason.
-	ReasonProvisionerError = "ProvisionerError"
+	ReasonProvisionerError ConditionReason = "ProvisionerError"
 	// ReasonAtMaxReplicas: the set wants more instances than maxReplicas allows.
-	ReasonAtMaxReplicas = "AtMaxReplicas"
+	ReasonAtMaxReplicas ConditionReason = "AtMaxReplicas"
 	// ReasonWithinLimits: the set's wanted size is within maxReplicas.
-	ReasonWithinLimits = "WithinLimits"
+	ReasonWithinLimits ConditionReason = "WithinLimits"
 	// ReasonWaitForFirstConsumer: the class binds on first consumer and no lease waits.
-	ReasonWaitForFirstConsumer = "WaitingForFirstConsumer"
+	ReasonWaitForFirstConsumer ConditionReason = "WaitingForFirstConsumer"
 	// ReasonScaleDownCoolingDown: surplus instances wait for the scale-down cooldown.
-	ReasonScaleDownCoolingDown = "ScaleDownCoolingDown"
-	// ReasonInstancesNotReady: some enabled instances are not ready.
-	ReasonInstancesNotReady = "InstancesNotReady"
+	ReasonScaleDownCoolingDown ConditionReason = "ScaleDownCoolingDown"
 	// ReasonFloorNotMet: fewer ready instances than minReplicas serve the pool.
-	ReasonFloorNotMet = "FloorNotMet"
+	ReasonFloorNotMet ConditionReason = "FloorNotMet"
 	// ReasonBackingOff: instances failed one after another; new ones are created only after
 	// an exponentially growing delay (the message says when the next attempt is).
-	ReasonBackingOff = "BackingOff"
+	ReasonBackingOff ConditionReason = "BackingOff"
 )
 
 // Reasons of instance failures, reported by the Degraded condition (and Available, when they
@@ -94,25 +97,25 @@ const (
 const (
 	// ReasonImagePullFailed: a container image cannot be pulled (ErrImagePull,
 	// ImagePullBackOff, InvalidImageName, ErrImageNeverPull).
-	ReasonImagePullFailed = "ImagePullFailed"
+	ReasonImagePullFailed ConditionReason = "ImagePullFailed"
 	// ReasonTargetCrashing: a container of the instance Pod exits with an error (the
 	// runtime sidecar in CrashLoopBackOff, or the exporter terminated with Error or
 	// OOMKilled).
-	ReasonTargetCrashing = "TargetCrashing"
+	ReasonTargetCrashing ConditionReason = "TargetCrashing"
 	// ReasonUnschedulable: the scheduler finds no node for the instance Pod.
-	ReasonUnschedulable = "Unschedulable"
+	ReasonUnschedulable ConditionReason = "Unschedulable"
 	// ReasonContainerCreateFailed: the kubelet cannot create a container
 	// (CreateContainerConfigError, CreateContainerError, RunContainerError).
-	ReasonContainerCreateFailed = "ContainerCreateFailed"
+	ReasonContainerCreateFailed ConditionReason = "ContainerCreateFailed"
 	// ReasonNotRegistering: the Pod runs but its exporter has not registered with the
 	// Jumpstarter controller (a bad endpoint, CA or token, or a network problem).
-	ReasonNotRegistering = "NotRegistering"
+	ReasonNotRegistering ConditionReason = "NotRegistering"
 	// ReasonEvicted: the kubelet evicted the instance Pod (node pressure).
-	ReasonEvicted = "Evicted"
+	ReasonEvicted ConditionReason = "Evicted"
 	// ReasonNodeLost: the instance Pod's node stopped reporting (phase Unknown, or the
 	// node's Ready condition is gone).
-	ReasonNodeLost = "NodeLost"
+	ReasonNodeLost ConditionReason = "NodeLost"
 	// ReasonStartupDeadlineExceeded: an instance was not ready within the class's
 	// startupDeadline; it is replaced.
-	ReasonStartupDeadlineExceeded = "StartupDeadlineExceeded"
+	ReasonStartupDeadlineExceeded ConditionReason = "StartupDeadlineExceeded"
 )

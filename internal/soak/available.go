@@ -58,7 +58,7 @@ func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 	if st.AvailableReplicas == 0 && st.FailingReplicas > 0 {
 		return base + fmt.Sprintf("no instance is available and %d are failing", st.FailingReplicas)
 	}
-	if c.Reason == vtv1alpha1.ReasonWaitForFirstConsumer {
+	if c.Reason == string(vtv1alpha1.ReasonWaitForFirstConsumer) {
 		if st.Replicas-st.LeasedReplicas < spec.MinAvailableReplicas {
 			return base + fmt.Sprintf("the WaitForFirstConsumer set has %d unleased instances, minAvailableReplicas %d", st.Replicas-st.LeasedReplicas, spec.MinAvailableReplicas)
 		}
@@ -78,7 +78,7 @@ func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 // judgeAvailableStatus; counted apart so the summary shows the old bug stays gone).
 func wffcLeasedCounted(set *vtv1alpha1.ExporterSet) bool {
 	c := availableTrue(set)
-	return c != nil && c.Reason == vtv1alpha1.ReasonWaitForFirstConsumer &&
+	return c != nil && c.Reason == string(vtv1alpha1.ReasonWaitForFirstConsumer) &&
 		set.Status.Replicas-set.Status.LeasedReplicas < set.Spec.MinAvailableReplicas
 }
 
@@ -96,7 +96,7 @@ func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instance
 	switch {
 	case counts.AvailableReplicas == 0 && counts.FailingReplicas > 0:
 		return fmt.Sprintf("no instance is available and %d are failing", counts.FailingReplicas)
-	case cond.Reason == vtv1alpha1.ReasonWaitForFirstConsumer:
+	case cond.Reason == string(vtv1alpha1.ReasonWaitForFirstConsumer):
 		if counts.Replicas < spec.MinAvailableReplicas {
 			return fmt.Sprintf("%d instances (WaitForFirstConsumer), minAvailableReplicas %d", counts.Replicas, spec.MinAvailableReplicas)
 		}

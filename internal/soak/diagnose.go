@@ -24,7 +24,7 @@ var (
 // instanceProblem returns the failure reason of an instance, "" when none: instances on
 // their way out (deleting, retiring) have none, as they no longer count; otherwise it is
 // read from the newest Pod not being deleted.
-func instanceProblem(in *exporterset.Instance) string {
+func instanceProblem(in *exporterset.Instance) vtv1alpha1.ConditionReason {
 	if in.Deleting() || in.Retiring() {
 		return ""
 	}
@@ -41,7 +41,7 @@ func instanceProblem(in *exporterset.Instance) string {
 }
 
 // podFailure is the failure a Pod's status shows, "" when none.
-func podFailure(pod *corev1.Pod) string {
+func podFailure(pod *corev1.Pod) vtv1alpha1.ConditionReason {
 	switch pod.Status.Phase {
 	case corev1.PodFailed:
 		if pod.Status.Reason == "Evicted" {

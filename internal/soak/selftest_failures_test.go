@@ -16,9 +16,9 @@ import (
 // The failure invariants' self-tests: synthetic statuses and event sequences that break the
 // Available rule or the churn bound, and neighbours that do not.
 
-func availableStatus(reason string, gen int64, st vtv1alpha1.ExporterSetStatus) vtv1alpha1.ExporterSetStatus {
+func availableStatus(reason vtv1alpha1.ConditionReason, gen int64, st vtv1alpha1.ExporterSetStatus) vtv1alpha1.ExporterSetStatus {
 	st.ObservedGeneration = gen
-	st.Conditions = []metav1.Condition{{Type: vtv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: reason,
+	st.Conditions = []metav1.Condition{{Type: vtv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: string(reason),
 		ObservedGeneration: gen, LastTransitionTime: metav1.Now(), Message: "self-test"}}
 	return st
 }
@@ -28,7 +28,7 @@ func TestJudgeAvailableStatus(t *testing.T) {
 	met, wffc := vtv1alpha1.ReasonWarmBufferMet, vtv1alpha1.ReasonWaitForFirstConsumer
 	for _, tc := range []struct {
 		name   string
-		reason string
+		reason vtv1alpha1.ConditionReason
 		gen    int64 // the status's generation; the set's is 1
 		st     vtv1alpha1.ExporterSetStatus
 		broken bool

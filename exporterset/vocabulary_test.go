@@ -1,0 +1,79 @@
+package exporterset
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVocabularyMatchesBehaviour: every condition reason the API declares and every event
+// reason this package declares is set somewhere in this package's code. A reason declared
+// and never set documents a behaviour that does not exist.
+func TestVocabularyMatchesBehaviour(t *testing.T) {
+	code := productionCode(t, ".")
+	for _, c := range []struct{ file, typ, qualifier string }{
+		{"../api/v1alpha1/conditions.go", "ConditionReason", "vtv1alpha1."},
+		{"events.go", "EventReason", ""},
+	} {
+		names := constantsOfType(t, c.file, c.typ)
+		if len(names) < 5 {
+			t.Fatalf("%s: found only %d constants of type %s; the test no longer reads it", c.file, len(names), c.typ)
+		}
+		for _, name := range names {
+			uses := strings.Count(code, c.qualifier+name)
+			if c.qualifier == "" {
+				uses-- // its declaration
+			}
+			if uses < 1 {
+				t.Errorf("%s %s is declared but never set", c.typ, name)
+			}
+		}
+	}
+}
+
+// productionCode is the text of the package's non-test Go files.
+func productionCode(t *testing.T, dir string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// constantsOfType lists the constants of type typ declared in file.
+func constantsOfType(t *testing.T, file, typ string) (names []string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || vs.Type == nil {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); ok && id.Name == typ {
+			for _, n := range vs.Names {
+				names = append(names, n.Name)
+			}
+		}
+		return true
+	})
+	return names
+}
