@@ -1,0 +1,86 @@
+package kubevirt
+
+import (
+	"runtime/debug"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// Default container images, used for a role that neither the ExporterSet nor the class
+// overrides (and that the embedding program has not replaced with WithDefaultImages).
+const (
+	// DefaultExporterImage runs `jmp run`.
+	DefaultExporterImage = "quay.io/jumpstarter-dev/jumpstarter:latest"
+	// DefaultRuntimeImage runs the port-forward sidecar: KubeVirt's virtctl, whose
+	// `port-forward` tunnels TCP to the VM through the remote API server. The tag follows the
+	// kubevirt.io/api version the provisioner is built with. (Published by the KubeVirt
+	// project as far as we know; not pulled in this repository's tests. A class or set
+	// overrides it with images.runtime.)
+	DefaultRuntimeImage = "quay.io/kubevirt/virtctl:v1.6.0"
+	// DefaultPullPolicy is the pull policy of the default images, and of any image given
+	// without one.
+	DefaultPullPolicy = corev1.PullIfNotPresent
+)
+
+// DefaultImages returns the built-in default images.
+func DefaultImages() provisioner.Images {
+	return provisioner.Images{
+		Exporter: provisioner.Image{Image: DefaultExporterImage, PullPolicy: DefaultPullPolicy},
+		Runtime:  provisioner.Image{Image: DefaultRuntimeImage, PullPolicy: DefaultPullPolicy},
+	}
+}
+
+// Option configures a Provisioner.
+type Option func(*Provisioner)
+
+// WithDefaultImages replaces the default images, so an embedding program can pin versions or
+// point at a mirror. A role left empty keeps the built-in default; an empty pull policy
+// becomes IfNotPresent.
+func WithDefaultImages(images provisioner.Images) Option {
+	return func(p *Provisioner) {
+		p.defaults.Exporter = withDefault(images.Exporter, p.defaults.Exporter)
+		p.defaults.Runtime = withDefault(images.Runtime, p.defaults.Runtime)
+	}
+}
+
+// WithVersion sets the version Describe reports; by default it is the module version the
+// program was built with, or "(devel)".
+func WithVersion(version string) Option {
+	return func(p *Provisioner) {
+		if version != "" {
+			p.version = version
+		}
+	}
+}
+
+// withDefault returns img, or fallback when img names no image. The pair is replaced whole,
+// never mixed, as the image precedence rule says.
+func withDefault(img, fallback provisioner.Image) provisioner.Image {
+	if img.Image == "" {
+		return fallback
+	}
+	if img.PullPolicy == "" {
+		img.PullPolicy = DefaultPullPolicy
+	}
+	return img
+}
+
+// buildVersion is the version of this module in the running binary.
+func buildVersion() string {
+	const module = "github.com/exporterset/exporterset"
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	if info.Main.Path == module && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	for _, dep := range info.Deps {
+		if dep.Path == module && dep.Version != "" {
+			return dep.Version
+		}
+	}
+	return "(devel)"
+}
