@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 // act carries out the plan: remove, retire, restart, create, then configure and start the
@@ -23,6 +24,17 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	var errs []error
 	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
+
+	// External provisioners: the request with the class's credentials (observeExternal has
+	// reported a problem reading them), and the finalizers of instances being deleted.
+	var extReq *provisioner.Request
+	if externalOf(p.prov) != nil {
+		var problem string
+		var err error
+		if extReq, problem, err = r.externalRequest(ctx, p); err == nil && problem == "" {
+			errs = append(errs, r.finalizeDeleting(ctx, p, extReq, obs))
+		}
+	}
 
 	for _, in := range plan.Remove {
 		done[in.Name()] = true
@@ -64,8 +76,11 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		}
 		live = append(live, in)
 	}
-	res.configured, res.caProblem, err = r.configureAll(ctx, p, live, start)
+	res.configured, res.caProblem, err = r.configureAll(ctx, p, extReq, live, start)
 	errs = append(errs, err)
+	if extReq != nil && err == nil {
+		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
+	}
 	if len(res.credMissing()) > 0 || res.caProblem != "" {
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
@@ -77,7 +92,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 // one instance after another a scale-up of N took N times their round trips. Each returns
 // its own result, in instance order, so the conditions come out exactly as one after
 // another. The CA bundle is read once, first, not by every instance at once.
-func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance, start map[string]bool) ([]configureResult, string, error) {
+func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance, start map[string]bool) ([]configureResult, string, error) {
 	var ca []byte
 	var caProblem string
 	var caErr error
@@ -98,7 +113,14 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, live []*Instance
 			defer func() { <-sem; wg.Done() }()
 			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
 			defer unlock()
-			results[i], errs[i] = r.configure(ctx, p, ca, in, start[in.Name()])
+			if extReq != nil { // its target first; its Pod once the target is ready
+				invalid, err := r.ensureExternal(ctx, p, extReq, in)
+				if invalid != nil || err != nil {
+					results[i], errs[i] = configureResult{podErr: invalid}, err
+					return
+				}
+			}
+			results[i], errs[i] = r.configure(ctx, p, ca, in, start[in.Name()] && externalReady(in))
 		}()
 	}
 	wg.Wait()

@@ -31,6 +31,10 @@ func degradedCondition(cond condFunc, now time.Time, res passResult) metav1.Cond
 	switch b := res.blocked; {
 	case b != nil:
 		return cond(vtv1alpha1.ConditionDegraded, true, b.reason, "%s", b.message)
+	case res.external.unreachable != nil:
+		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonRemoteUnreachable, "%s", res.external.message())
+	case res.external.credentials != "":
+		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonCredentialsMissing, "%s", res.external.credentials)
 	case act.caProblem != "":
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonCABundleMissing, "%s", act.caProblem)
 	case len(act.credMissing()) > 0:
@@ -55,6 +59,8 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 	switch {
 	case res.blocked != nil:
 		return cond(vtv1alpha1.ConditionProgressing, false, res.blocked.reason, "blocked: %s", res.blocked.message)
+	case res.external.holds():
+		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonRemoteUnreachable, "creating and starting nothing until the external targets' remote end answers")
 	case pl == nil:
 		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonAsExpected, "nothing planned")
 	case pl.BackingOff:
@@ -91,9 +97,13 @@ func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl 
 // availableCondition applies the rule documented on vtv1alpha1.ConditionAvailable.
 func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding vtv1alpha1.BindingMode, now time.Time, res passResult) metav1.Condition {
 	c, fs, bo, act := res.counts, res.health.failures, res.health.backoff, res.act
-	failing := res.health.failing(now)
+	failing := res.health.failing(now) || res.external.holds()
 	why := func() (vtv1alpha1.ConditionReason, string) { // the most specific cause of False
 		switch {
+		case res.external.unreachable != nil:
+			return vtv1alpha1.ReasonRemoteUnreachable, res.external.message()
+		case res.external.credentials != "":
+			return vtv1alpha1.ReasonCredentialsMissing, res.external.credentials
 		case fs.Failing > 0:
 			return fs.Reason, fs.message()
 		case bo.active(now):
@@ -117,7 +127,7 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 		}
 		return cond(vtv1alpha1.ConditionAvailable, c.Replicas-c.LeasedReplicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
 			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas)
-	case c.AvailableReplicas >= spec.MinAvailableReplicas && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing):
+	case c.AvailableReplicas >= spec.MinAvailableReplicas && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing) && !res.external.holds():
 		return cond(vtv1alpha1.ConditionAvailable, true, vtv1alpha1.ReasonWarmBufferMet,
 			"%d available, warm buffer %d; %d ready, floor %d", c.AvailableReplicas, spec.MinAvailableReplicas, fs.Serving, spec.MinReplicas)
 	}

@@ -261,6 +261,9 @@ func (r *Reconciler) diagnose(p *pass, obs *observation) health {
 	}
 	for _, in := range obs.Instances {
 		in.Problem = d.diagnose(in)
+		if in.Problem == nil {
+			in.Problem = externalProblem(in)
+		}
 		// Whole seconds (the Pod's times are) plus a margin, so the pass lands after the edge.
 		if wait := d.recheckIn(in); wait > 0 {
 			p.requeueIn(wait + 100*time.Millisecond)

@@ -46,6 +46,10 @@ const (
 	EventDriverWarning EventReason = "DriverWarning"
 	// EventWaiting: the set waits for something a person must provide (CA bundle, credentials).
 	EventWaiting EventReason = "Waiting"
+	// EventExternalCreated: an instance's external resources (a remote VM) were created.
+	EventExternalCreated EventReason = "ExternalCreated"
+	// EventOrphanCleaned: external resources whose instance no longer exists were cleaned up.
+	EventOrphanCleaned EventReason = "OrphanCleaned"
 )
 
 // passEvents collects one pass's Normal events by reason, to be recorded as one event per
@@ -78,14 +82,15 @@ func (e *passEvents) add(reason EventReason, text string, related runtime.Object
 type batchedEvent struct{ action, one, many string }
 
 var batchedEvents = map[EventReason]batchedEvent{
-	EventCreated:      {"Create", "created instance %s", "created %d instances: %s"},
-	EventConfigured:   {"Configure", "updated exporter config of %s", "updated the exporter config of %d instances: %s"},
-	EventPodStarted:   {"Start", "started pod of instance %s", "started the pods of %d instances: %s"},
-	EventPodRestarted: {"Restart", "restarted the terminal pod of %s", "restarted the terminal pods of %d instances: %s"},
-	EventRetiring:     {"Retire", "disabled instance %s to retire it", "disabled %d instances to retire them: %s"},
-	EventRetired:      {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
-	EventRecycled:     {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
-	EventRetained:     {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
+	EventCreated:         {"Create", "created instance %s", "created %d instances: %s"},
+	EventConfigured:      {"Configure", "updated exporter config of %s", "updated the exporter config of %d instances: %s"},
+	EventPodStarted:      {"Start", "started pod of instance %s", "started the pods of %d instances: %s"},
+	EventPodRestarted:    {"Restart", "restarted the terminal pod of %s", "restarted the terminal pods of %d instances: %s"},
+	EventRetiring:        {"Retire", "disabled instance %s to retire it", "disabled %d instances to retire them: %s"},
+	EventRetired:         {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
+	EventRecycled:        {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
+	EventExternalCreated: {"CreateExternal", "created the external resources of instance %s", "created the external resources of %d instances: %s"},
+	EventRetained:        {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
 }
 
 // eventListLimit bounds the list of instances in a note (the API allows 1 kB); the rest

@@ -46,7 +46,8 @@ type fastEntry struct {
 // blocked or starts Pods only on demand.
 func (r *Reconciler) rememberFast(p *pass, res passResult) {
 	key := keyOf(p.set)
-	if res.blocked != nil || p.req == nil || p.class == nil || p.binding() == vtv1alpha1.BindingWaitForFirstConsumer {
+	// An external instance's Pod waits for its target (the set's pass creates and observes it).
+	if res.blocked != nil || p.req == nil || p.class == nil || p.binding() == vtv1alpha1.BindingWaitForFirstConsumer || externalOf(p.prov) != nil {
 		r.memory.fast.dropSet(key)
 		return
 	}

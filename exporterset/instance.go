@@ -7,6 +7,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 // Instance is one member of a pool: an Exporter owned by the set, with the Pods and config
@@ -24,6 +25,10 @@ type Instance struct {
 	// Problem is the instance's known failure, diagnosed from its Pod and Exporter before
 	// the status is computed; nil when none is known.
 	Problem *Problem
+	// External is the state of the instance's external resources, as its provisioner's
+	// ObserveExternal reported it this pass (provisioner.ExternalProvisioner); nil for
+	// instances that live in their Pod, and while the remote end cannot be reached.
+	External *provisioner.ExternalState
 }
 
 // Name is the Exporter's name.

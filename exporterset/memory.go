@@ -3,6 +3,7 @@ package exporterset
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -186,6 +187,9 @@ type memory struct {
 	drivers   *memo[driversEntry]    // per instance: enriched drivers
 	configs   *memo[configEntry]     // per instance: the rendered config, with its token
 	started   *memo[startedPod]      // per instance: the Pod this process created
+
+	credentials *memo[credentialsEntry] // per set: its class's credentials (external provisioners)
+	inventory   *memo[time.Time]        // per set: when its external inventory was last swept
 }
 
 func newMemory() *memory {
@@ -193,11 +197,12 @@ func newMemory() *memory {
 	m.describes, m.validated, m.ca = newMemo[describeEntry](&m.clock), newMemo[validationEntry](&m.clock), newMemo[caEntry](&m.clock)
 	m.own, m.fast, m.fastEv = newMemo[ownWrite](&m.clock), newMemo[fastEntry](&m.clock), newMemo[*passEvents](&m.clock)
 	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
+	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
 	return m
 }
 
 func (m *memory) all() []sweeper {
-	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started}
+	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started, m.credentials, m.inventory}
 }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.

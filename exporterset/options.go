@@ -63,6 +63,16 @@ func WithRetryInterval(d time.Duration) Option {
 	}
 }
 
+// WithInventoryInterval sets how often a set of an external provisioner has its remote
+// inventory swept for orphans (default 1m).
+func WithInventoryInterval(d time.Duration) Option {
+	return func(r *Reconciler) {
+		if d > 0 {
+			r.inventoryInterval = d
+		}
+	}
+}
+
 // WithControllerName names the controller (default "exporterset"), for several in one manager.
 func WithControllerName(name string) Option { return func(r *Reconciler) { r.name = name } }
 

@@ -112,11 +112,12 @@ func (a actResult) podErr() (err error) {
 
 // passResult is every step's result: what the status and its conditions are made of.
 type passResult struct {
-	blocked *blocker
-	counts  Counts
-	health  health
-	plan    *Plan // nil when blocked: nothing was planned
-	act     actResult
+	blocked  *blocker
+	counts   Counts
+	health   health
+	plan     *Plan // nil when blocked: nothing was planned
+	act      actResult
+	external externalResult // external provisioners only
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

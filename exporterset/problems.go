@@ -19,6 +19,7 @@ var failureOrder = map[vtv1alpha1.ConditionReason]int{
 	vtv1alpha1.ReasonEvicted:                 5,
 	vtv1alpha1.ReasonNodeLost:                6,
 	vtv1alpha1.ReasonStartupDeadlineExceeded: 7,
+	vtv1alpha1.ReasonExternalTargetFailed:    8,
 }
 
 // failureSummary is the pool's failures as the conditions report them: the most common
@@ -124,6 +125,8 @@ func failureVerb(reason vtv1alpha1.ConditionReason) string {
 		return "were evicted"
 	case vtv1alpha1.ReasonNodeLost:
 		return "lost their node"
+	case vtv1alpha1.ReasonExternalTargetFailed:
+		return "have a failed external target"
 	default:
 		return "missed their startup deadline"
 	}

@@ -41,6 +41,7 @@ type Reconciler struct {
 	maxConcurrent     int
 	createParallelism int
 	retryInterval     time.Duration
+	inventoryInterval time.Duration
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
 
@@ -82,6 +83,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		maxConcurrent:     4,
 		createParallelism: 64,
 		retryInterval:     10 * time.Second,
+		inventoryInterval: DefaultInventoryInterval,
 		name:              "exporterset",
 	}
 	for _, o := range opts {
@@ -95,11 +97,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var set vtv1alpha1.ExporterSet
 	if err := r.client.Get(ctx, req.NamespacedName, &set); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Its external instances' remote resources go with it (their finalizers hold
+			// the Exporters until then).
+			again, ferr := r.finalizeOrphans(ctx, req.Namespace, req.Name)
 			r.expectations.forget(req.String())
 			r.metrics.forget(req.Namespace, req.Name)
 			r.memory.forget(req.String())
 			r.failureMemory.forget(req.String())
-			return ctrl.Result{}, nil
+			if again && ferr == nil {
+				return ctrl.Result{RequeueAfter: r.retryInterval}, nil
+			}
+			return ctrl.Result{}, ferr
 		}
 		return ctrl.Result{}, err
 	}
@@ -150,18 +158,23 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, true, err // a partial view must not become status
 	}
 	r.memory.sweep(keyOf(set), obs.uids(), mark)
-	res.health = r.diagnose(p, obs)
-	res.counts = ComputeStatus(obs.Instances)
-	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, p.now)
-	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
 
 	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
 		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
 	}
+	var reqErr error // reported after the status is computed: a failed request must not zero it
 	if res.blocked == nil {
-		if res.blocked, err = r.prepareRequest(ctx, p); err != nil {
-			return res, false, err
-		}
+		res.blocked, reqErr = r.prepareRequest(ctx, p)
+	}
+	if res.blocked == nil && reqErr == nil {
+		res.external, reqErr = r.observeExternal(ctx, p, obs)
+	}
+	res.health = r.diagnose(p, obs)
+	res.counts = ComputeStatus(obs.Instances)
+	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, p.now)
+	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
+	if reqErr != nil {
+		return res, false, reqErr
 	}
 	if res.blocked != nil {
 		r.rememberFast(p, res) // forgets: the fast path must not start instances either
@@ -172,7 +185,12 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if r.useExpectations {
 		expected = r.expectations.reconcile(keyOf(set), p.now, obs)
 	}
-	plan := PlanScale(planInput(p, obs, res.health, expected))
+	in := planInput(p, obs, res.health, expected)
+	if res.external.holds() {
+		// The remote end's state is unknown: create and start nothing until it answers.
+		in.BackoffUntil = p.now.Add(externalRetry)
+	}
+	plan := PlanScale(in)
 	res.plan = &plan
 	r.rememberFast(p, res)
 	p.requeueIn(plan.RequeueAfter)

@@ -3,6 +3,7 @@ package exporterset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +93,11 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 		return nil
 	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
-	if err := p.prov.Cleanup(ctx, p.req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {
+	req, err := r.cleanupRequest(ctx, p)
+	if err != nil {
+		return fmt.Errorf("cleaning up %s: %w", fresh.Name, err)
+	}
+	if err := p.prov.Cleanup(ctx, req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {
 		r.warning(p.set, &fresh, EventProvisionerError, "Cleanup", "cleaning up %s: %v", fresh.Name, err)
 		return fmt.Errorf("cleaning up %s: %w", fresh.Name, err)
 	}
@@ -169,6 +174,8 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 		}
 	}
 	patched.OwnerReferences = refs
+	// Cleanup has applied Retain to its external resources: no set will finalize it now.
+	patched.Finalizers = slices.DeleteFunc(patched.Finalizers, func(f string) bool { return f == FinalizerExternal })
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(fresh, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			p.requeueIn(conflictRetry)

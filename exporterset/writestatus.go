@@ -75,7 +75,7 @@ func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action 
 		return EventInvalidSpec, "Reconcile", false
 	case cr == vtv1alpha1.ReasonCABundleMissing || cr == vtv1alpha1.ReasonCredentialsMissing:
 		return EventWaiting, "Configure", false
-	case isFailureReason(cr):
+	case isFailureReason(cr) || cr == vtv1alpha1.ReasonRemoteUnreachable:
 		return EventReason(cr), "Observe", true
 	}
 	return "", "", false

@@ -11,7 +11,10 @@ const (
 	//      minReplicas (the floor is served by ready instances, not by Pods still starting);
 	//   4. when no instance is available, none is failing and the set is not backing off
 	//      after failures: a pool with nothing to hand out whose new instances fail cannot
-	//      serve the next lease, whatever minAvailableReplicas says.
+	//      serve the next lease, whatever minAvailableReplicas says;
+	//   5. for a provisioner whose targets live outside their Pods (a VM on a remote
+	//      cluster), the remote end answers and the class's credentials can be read: while
+	//      it does not, the targets' state is unknown (RemoteUnreachable).
 	// Otherwise it is False and its reason is the most specific cause known: the blocker
 	// (ClassNotFound, InvalidParameters, ...), then an instance failure (ImagePullFailed,
 	// TargetCrashing, Unschedulable, ContainerCreateFailed, NotRegistering, Evicted,
@@ -118,4 +121,10 @@ const (
 	// ReasonStartupDeadlineExceeded: an instance was not ready within the class's
 	// startupDeadline; it is replaced.
 	ReasonStartupDeadlineExceeded ConditionReason = "StartupDeadlineExceeded"
+	// ReasonExternalTargetFailed: the instance's target outside its Pod (a VM on a remote
+	// cluster) failed, as its provisioner observed it; the message quotes the remote side.
+	ReasonExternalTargetFailed ConditionReason = "ExternalTargetFailed"
+	// ReasonRemoteUnreachable: the provisioner cannot reach the remote end of its external
+	// targets; their state is unknown, and the set creates and deletes nothing meanwhile.
+	ReasonRemoteUnreachable ConditionReason = "RemoteUnreachable"
 )

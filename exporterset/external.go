@@ -1,0 +1,260 @@
+package exporterset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// External instances (provisioner.ExternalProvisioner): a target outside the Pod, such as a
+// VirtualMachine on a remote cluster. The reconciler owns their lifecycle as it owns Pods':
+//
+//   - before anything is created remotely, the Exporter gets FinalizerExternal and the
+//     class's name (AnnotationClass), so that an Exporter deleted by anyone (the garbage
+//     collector after its set, a person) still has its remote resources cleaned up;
+//   - CreateExternal, then its annotations recorded on the Exporter; the instance's Pod is
+//     started only once ObserveExternal says Ready, so its exporter registers (and gets
+//     leases) only with a target to serve;
+//   - ObserveExternal every pass: Failed is a Problem like a crashing Pod, Gone is created
+//     again, and a remote end that cannot be reached holds the set (no creates, nothing
+//     deleted) and is reported;
+//   - Cleanup (honouring reclaimPolicy) before the finalizer goes;
+//   - InventoryExternal, at most every inventory interval, sweeps resources whose instance
+//     no longer exists (created just before a crash and never recorded).
+
+// FinalizerExternal holds an Exporter of an external provisioner until its remote resources
+// are cleaned up.
+const FinalizerExternal = "virtualtarget.jumpstarter.dev/external-cleanup"
+
+// AnnotationClass records on an external instance's Exporter the class it was created with:
+// once its set is gone, the class names the provisioner, its parameters and credentials.
+const AnnotationClass = "virtualtarget.jumpstarter.dev/class"
+
+// DefaultInventoryInterval is how often, at most, a set's external inventory is swept
+// (WithInventoryInterval).
+const DefaultInventoryInterval = time.Minute
+
+// externalOf returns p's external capability, nil when it has none.
+func externalOf(p provisioner.Provisioner) provisioner.ExternalProvisioner {
+	ext, _ := p.(provisioner.ExternalProvisioner)
+	return ext
+}
+
+// externalResult is what the external step saw: set only for external provisioners.
+type externalResult struct {
+	// unreachable is the error of an ObserveExternal that could not tell (the remote end
+	// cannot be reached); the set is held while it lasts.
+	unreachable error
+	// credentials is why the class's credentials could not be read ("" when they could).
+	credentials string
+}
+
+// externalRequest is p.req with the class's credentials, for the ExternalProvisioner
+// methods and Cleanup. The credentials Secret is read uncached (Secrets not labelled for a
+// set are not in the cache) and remembered per set for caTTL.
+func (r *Reconciler) externalRequest(ctx context.Context, p *pass) (*provisioner.Request, string, error) {
+	creds, problem, err := r.credentials(ctx, p.set.Namespace, keyOf(p.set), p.class)
+	if err != nil || problem != "" {
+		return nil, problem, err
+	}
+	req := *p.req
+	req.Credentials = creds
+	return &req, "", nil
+}
+
+// credentialsEntry is a class's credentials Secret data, as read at.
+type credentialsEntry struct {
+	secret string
+	data   map[string][]byte
+	at     time.Time
+}
+
+func (r *Reconciler) credentials(ctx context.Context, namespace, set string, class *vtv1alpha1.VirtualTargetClass) (map[string][]byte, string, error) {
+	ref := class.Spec.CredentialsSecretRef
+	if ref == nil || ref.Name == "" {
+		return nil, "", nil // the provisioner's Validate says whether it needs them
+	}
+	if e, ok := r.memory.credentials.forSet(set); ok && e.secret == ref.Name && r.clock.Since(e.at) < caTTL {
+		return e.data, "", nil
+	}
+	var s corev1.Secret
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memory.credentials.dropSet(set)
+			return nil, fmt.Sprintf("credentials Secret %s/%s of class %s not found", namespace, ref.Name, class.Name), nil
+		}
+		return nil, "", fmt.Errorf("reading credentials Secret %s: %w", ref.Name, err)
+	}
+	r.memory.credentials.putSet(set, credentialsEntry{secret: ref.Name, data: s.Data, at: r.clock.Now()})
+	return s.Data, "", nil
+}
+
+// observeExternal fills each live instance's External state, concurrently (each is a remote
+// call). Instances not created remotely yet are Gone.
+func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observation) (externalResult, error) {
+	var res externalResult
+	ext := externalOf(p.prov)
+	if ext == nil || p.req == nil {
+		return res, nil
+	}
+	req, problem, err := r.externalRequest(ctx, p)
+	if err != nil || problem != "" {
+		res.credentials = problem
+		return res, err
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.createParallelism)
+	for _, in := range obs.Instances {
+		if in.Deleting() {
+			continue
+		}
+		if !recordedExternal(in.Exporter) {
+			in.External = &provisioner.ExternalState{Phase: provisioner.ExternalGone, Reason: "NotCreated"}
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			st, err := ext.ObserveExternal(ctx, req.ForExporter(in.Exporter.DeepCopy(), ConfigSecretName(in.Name())))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", in.Name(), err))
+				return
+			}
+			in.External = &st
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		res.unreachable = errors.Join(errs...)
+	}
+	// The remote side is not watched: it is polled, soon while a target is on its way or
+	// the remote end does not answer, and now and then to notice a target that failed.
+	p.requeueIn(externalWatchInterval)
+	for _, in := range obs.Instances {
+		if in.External != nil && in.External.Phase != provisioner.ExternalReady || res.unreachable != nil {
+			p.requeueIn(externalPollInterval)
+			break
+		}
+	}
+	return res, nil
+}
+
+// externalPollInterval is how often a set whose external targets are on their way (or
+// whose remote end does not answer) is looked at; externalWatchInterval how often a set of
+// ready external targets is, to notice one that failed.
+const (
+	externalPollInterval  = 2 * time.Second
+	externalWatchInterval = 10 * time.Second
+)
+
+// recordedExternal reports whether CreateExternal's annotations are on e.
+func recordedExternal(e *jumpstarterv1alpha1.Exporter) bool {
+	return e.Annotations[AnnotationExternalRecorded] != ""
+}
+
+// AnnotationExternalRecorded marks an Exporter whose external resources were created and
+// whose CreateExternal annotations are recorded beside it.
+const AnnotationExternalRecorded = "virtualtarget.jumpstarter.dev/external-created"
+
+// ensureExternal creates the instance's external resources when it has none (first, the
+// finalizer and class annotation; then CreateExternal; then its annotations). invalid is a
+// refusal a person must look at; err is transient.
+func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *Instance) (invalid, err error) {
+	e := in.Exporter
+	if in.External != nil && in.External.Phase != provisioner.ExternalGone {
+		return nil, nil
+	}
+	if !slices.Contains(e.Finalizers, FinalizerExternal) || e.Annotations[AnnotationClass] != p.class.Name {
+		patched := e.DeepCopy()
+		if !slices.Contains(patched.Finalizers, FinalizerExternal) {
+			patched.Finalizers = append(patched.Finalizers, FinalizerExternal)
+		}
+		setAnnotation(patched, AnnotationClass, p.class.Name)
+		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
+			return nil, ignoreConflict(client.IgnoreNotFound(err))
+		}
+		e = patched
+	}
+	annotations, err := externalOf(p.prov).CreateExternal(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
+	if err != nil {
+		if provisioner.IsInvalid(err) {
+			return err, nil
+		}
+		return nil, fmt.Errorf("creating the external resources of %s: %w", e.Name, err)
+	}
+	patched := e.DeepCopy()
+	for k, v := range annotations {
+		setAnnotation(patched, k, v)
+	}
+	setAnnotation(patched, AnnotationExternalRecorded, p.now.UTC().Format(time.RFC3339))
+	if err := r.client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	p.events.add(EventExternalCreated, e.Name, patched)
+	return nil, nil
+}
+
+func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
+	if e.Annotations == nil {
+		e.Annotations = map[string]string{}
+	}
+	e.Annotations[k] = v
+}
+
+// externalProblem is the Problem an instance's external state shows: a failed target is
+// replaced like a crashing Pod's.
+func externalProblem(in *Instance) *Problem {
+	if in.External == nil || in.External.Phase != provisioner.ExternalFailed || in.Deleting() || in.Retiring() {
+		return nil
+	}
+	msg := in.External.Message
+	if in.External.Reason != "" {
+		msg = in.External.Reason + ": " + msg
+	}
+	return &Problem{Reason: vtv1alpha1.ReasonExternalTargetFailed, Message: msg, Replace: true}
+}
+
+// externalReady reports whether the instance's Pod may start: always for a Pod-only
+// instance, and for an external one once its target is ready (its exporter registers, and
+// gets leases, only with a target to serve).
+func externalReady(in *Instance) bool {
+	return in.External == nil || in.External.Phase == provisioner.ExternalReady
+}
+
+// holds reports whether the set must wait for its remote end (or its credentials).
+func (e externalResult) holds() bool { return e.unreachable != nil || e.credentials != "" }
+
+// cleanupRequest is the request Cleanup gets: with the class's credentials for an external
+// provisioner, whose Cleanup reaches the remote end.
+func (r *Reconciler) cleanupRequest(ctx context.Context, p *pass) (*provisioner.Request, error) {
+	if externalOf(p.prov) == nil {
+		return p.req, nil
+	}
+	req, problem, err := r.externalRequest(ctx, p)
+	if err == nil && problem != "" {
+		err = errors.New(problem)
+	}
+	return req, err
+}
+
+// message says what could not be reached, quoting the provisioner.
+func (e externalResult) message() string {
+	return fmt.Sprintf("the external targets' remote end cannot be reached; their state is unknown and nothing is created or deleted until it answers: %v", e.unreachable)
+}
