@@ -177,7 +177,7 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 		}
 	}
 	out, err := exec.Command(binary, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "plugin protocol versions: 1") {
+	if err != nil || !strings.Contains(string(out), "plugin protocol versions: 1-2") {
 		t.Errorf("version: %v %s", err, out)
 	}
 	out, err = exec.Command(binary, "help").CombinedOutput()

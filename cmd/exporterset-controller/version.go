@@ -36,6 +36,6 @@ func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "exporterset-controller %s\n", version)
 	fmt.Fprintf(w, "commit: %s\n", commit())
 	fmt.Fprintf(w, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(w, "plugin protocol versions: %d\n", host.ProtocolVersion)
+	fmt.Fprintf(w, "plugin protocol versions: 1-%d\n", host.ProtocolVersion)
 	fmt.Fprintf(w, "built-in provisioners: %s\n", qemu.Name)
 }

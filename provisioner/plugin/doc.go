@@ -30,6 +30,17 @@
 // errors, so that the controller sees the same code, fields and text as from a built-in
 // provisioner. The protocol's Go side is internal to this module: a plugin links only Serve.
 //
+// # Targets outside the Pod
+//
+// A provisioner whose instances own resources outside their Pod (a VM on a remote cluster)
+// implements provisioner.ExternalProvisioner as well. Serve sees it and offers protocol
+// version 2 (the ExternalProvisioner service beside the version-1 Provisioner service); the
+// host then hands the reconciler a provisioner with the capability. A plugin without it
+// offers version 1 only, exactly as plugins built before version 2 existed, which keep
+// working. The plugin needs no credentials or RBAC of its own: with each external call (and
+// Cleanup) the host passes Request.Credentials, the data of the class's
+// spec.credentialsSecretRef Secret, which only the controller reads.
+//
 // # Debugging a plugin
 //
 // Run the plugin by hand, e.g. under dlv, with EXPORTERSET_PLUGIN_DEBUG=1 (EnvDebug), or call

@@ -54,6 +54,11 @@ type Config struct {
 
 	// CallTimeout bounds every call of the provisioner. Default 30s.
 	CallTimeout time.Duration
+
+	// Unreachable, for a provisioner.ExternalProvisioner, cuts (true) and restores (false)
+	// the connection to its remote end, so that the suite can check how it behaves without
+	// one. Nil skips that check, reported as a skipped subtest.
+	Unreachable func(cut bool)
 }
 
 // Invalid is a parameter set a provisioner must reject.

@@ -51,6 +51,9 @@ func Run(t *testing.T, p provisioner.Provisioner, cfg Config) {
 	t.Run("DoesNotMutateOrShareInputs", s.testNoMutation)
 	t.Run("ConcurrentCalls", s.testConcurrent)
 	t.Run("Cancellation", s.testCancellation)
+	if ext, ok := p.(provisioner.ExternalProvisioner); ok {
+		t.Run("External", func(t *testing.T) { s.testExternal(t, ext) })
+	}
 }
 
 type suite struct {

@@ -12,10 +12,27 @@ import (
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
-// TestConformance runs the provisioner conformance suite (it has no ExternalProvisioner checks
-// yet). Requests carry the remote kubeconfig, so the suite's Cleanup calls reach the remote
-// cluster and find no VM.
+// TestConformance runs the provisioner conformance suite, its ExternalProvisioner checks
+// included, against the remote cluster (cut off through the proxy for the unreachable case).
+// Requests carry the remote kubeconfig, as the reconciler passes the class's credentials.
 func TestConformance(t *testing.T) {
+	provisionertest.Run(t, New(), conformanceConfig(t))
+}
+
+// TestConformanceThroughPlugin runs the same suite through the real plugin host against the
+// plugin binary: the external calls cross protocol version 2.
+func TestConformanceThroughPlugin(t *testing.T) {
+	p := provisionertest.LoadPlugin(t, provisionertest.BuildPlugin(t, "", "../../cmd/exporterset-provisioner-kubevirt", "kubevirt"))
+	if info := p.Info(); !info.External || info.ProtocolVersion != 2 {
+		t.Fatalf("plugin info %+v: want protocol 2, external", info)
+	}
+	if _, ok := p.Provisioner().(provisioner.ExternalProvisioner); !ok {
+		t.Fatal("the host does not offer the plugin as an ExternalProvisioner")
+	}
+	provisionertest.Run(t, p.Provisioner(), conformanceConfig(t))
+}
+
+func conformanceConfig(t *testing.T) provisionertest.Config {
 	cfg := provisionertest.Config{
 		Parameters: baseParams,
 		Drivers: []vtv1alpha1.DriverSpec{{
@@ -35,6 +52,13 @@ func TestConformance(t *testing.T) {
 				Fields: []string{"spec.template.spec.drivers[0].config.port"}},
 		},
 		DryRun: func(ctx context.Context, pod *corev1.Pod) error { return env.DryRunCreate(ctx, pod) },
+		Unreachable: func(cut bool) {
+			if cut {
+				proxy.Cut()
+			} else if err := proxy.Restore(); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 	cfg.Request = func(desc provisioner.Description) *provisioner.Request {
 		c := cfg
@@ -46,5 +70,5 @@ func TestConformance(t *testing.T) {
 		req.Credentials = map[string][]byte{"kubeconfig": kubeconfig}
 		return req
 	}
-	provisionertest.Run(t, New(), cfg)
+	return cfg
 }

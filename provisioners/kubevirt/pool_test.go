@@ -26,6 +26,7 @@ import (
 	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/virtsim"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
 // pool is one test's two worlds: a namespace of the management cluster with the Jumpstarter
@@ -41,6 +42,13 @@ type pool struct {
 }
 
 func newPool(t *testing.T, recycle vtv1alpha1.RecycleStrategy, reclaim vtv1alpha1.ReclaimPolicy) *pool {
+	t.Helper()
+	return newPoolWith(t, recycle, reclaim, New())
+}
+
+// newPoolWith is newPool with prov serving the provisioner name (in process, or a plugin
+// through the host).
+func newPoolWith(t *testing.T, recycle vtv1alpha1.RecycleStrategy, reclaim vtv1alpha1.ReclaimPolicy, prov provisioner.Provisioner) *pool {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -72,7 +80,7 @@ func newPool(t *testing.T, recycle vtv1alpha1.RecycleStrategy, reclaim vtv1alpha
 			Parameters: &apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(
 				`{"namespace": %q, "containerDisk": "quay.io/containerdisks/fedora:41", "forwardPorts": {"adb": 6520}}`, p.vmNS))},
 		}})
-	p.controller()
+	p.controller(prov)
 	p.create(&vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: p.ns},
 		Spec: vtv1alpha1.ExporterSetSpec{
 			VirtualTargetClassName: "kubevirt", MinAvailableReplicas: 2, MaxReplicas: ptr.To[int32](4), RecycleStrategy: recycle,
@@ -84,7 +92,7 @@ func newPool(t *testing.T, recycle vtv1alpha1.RecycleStrategy, reclaim vtv1alpha
 
 // controller runs the reconciler with this provisioner, sweeping the remote inventory every
 // second, until the test ends.
-func (p *pool) controller() {
+func (p *pool) controller(prov provisioner.Provisioner) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Cache: exporterset.CacheOptions(p.ns),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}}) // one manager per test
@@ -92,7 +100,7 @@ func (p *pool) controller() {
 		p.t.Fatal(err)
 	}
 	reg := provisioner.NewRegistry()
-	if err := reg.Register(Name, "built-in", New()); err != nil {
+	if err := reg.Register(Name, "test", prov); err != nil {
 		p.t.Fatal(err)
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg,
@@ -308,6 +316,38 @@ func TestPoolOfExternalTargets(t *testing.T) {
 		}
 		if n := len(p.exporters()); n > 0 {
 			return fmt.Sprintf("%d Exporters left", n)
+		}
+		return ""
+	})
+}
+
+// The same pool through the plugin binary and the real host (protocol version 2): instances
+// reach available with their VMs, a served lease's VM goes with it, and the set's deletion
+// leaves no VM behind.
+func TestPoolThroughPlugin(t *testing.T) {
+	plug := provisionertest.LoadPlugin(t, provisionertest.BuildPlugin(t, "", "../../cmd/exporterset-provisioner-kubevirt", "kubevirt"))
+	p := newPoolWith(t, vtv1alpha1.RecycleExitAndReplace, vtv1alpha1.ReclaimDelete, plug.Provisioner())
+	p.waitAvailable(2)
+	leased := p.lease("l1")
+	if err := p.sim.ReleaseLease(p.ctx, p.ns, "l1"); err != nil {
+		t.Fatal(err)
+	}
+	p.eventually(30*time.Second, "the leased instance's VM deleted", func() string {
+		if _, ok := p.vms()[leased]; ok {
+			return "VM of " + leased + " still there"
+		}
+		return ""
+	})
+	var set vtv1alpha1.ExporterSet
+	if err := p.c.Get(p.ctx, types.NamespacedName{Namespace: p.ns, Name: "pool"}, &set); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Delete(p.ctx, &set); err != nil {
+		t.Fatal(err)
+	}
+	p.eventually(60*time.Second, "no VM and no Exporter left", func() string {
+		if n, m := len(p.vms()), len(p.exporters()); n+m > 0 {
+			return fmt.Sprintf("%d VMs, %d Exporters left", n, m)
 		}
 		return ""
 	})

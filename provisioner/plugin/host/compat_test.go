@@ -1,9 +1,15 @@
 package host_test
 
 import (
+	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/exporterset/exporterset/provisioner"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
@@ -30,4 +36,45 @@ func TestOldPluginBinary(t *testing.T) {
 	p := load(t, install(t, dir, old, "container"), fastOptions(t))
 	t.Logf("old plugin: protocol %d, SDK %q", p.Info().ProtocolVersion, p.Info().SDKVersion)
 	provisionertest.Run(t, p, exampleKitConfig())
+}
+
+// protocolV1Commit is the last commit of this repository whose plugin SDK served protocol
+// version 1 only (the one before the ExternalProvisioner service was added).
+const protocolV1Commit = "08012b8c464b27c8c9cfb9a17ce5390989398cd6"
+
+// TestPluginBuiltForProtocolV1 builds the example plugin from the source of protocolV1Commit,
+// taken out of this repository's own history, and checks that this host still loads it,
+// negotiates version 1, does not take it for an ExternalProvisioner, and passes the
+// conformance kit through it. It is skipped only where the history is not at hand (a source
+// archive, a shallow clone).
+func TestPluginBuiltForProtocolV1(t *testing.T) {
+	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	repo := strings.TrimSpace(string(root))
+	if err := exec.Command("git", "-C", repo, "cat-file", "-e", protocolV1Commit+"^{commit}").Run(); err != nil {
+		t.Skipf("commit %s is not in this checkout's history (shallow clone?)", protocolV1Commit)
+	}
+	src := t.TempDir()
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", repo, protocolV1Commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("extracting %s: %v\n%s", protocolV1Commit, err, out)
+	}
+	bin := filepath.Join(t.TempDir(), "exporterset-provisioner-container")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./examples/container-provisioner")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the protocol-1 plugin: %v\n%s", err, out)
+	}
+	p := load(t, install(t, pluginDir(t), bin, "container"), fastOptions(t))
+	if info := p.Info(); info.ProtocolVersion != 1 || info.External {
+		t.Fatalf("protocol-1 plugin: info %+v, want protocol 1, not external", info)
+	}
+	if _, ok := p.Provisioner().(provisioner.ExternalProvisioner); ok {
+		t.Fatal("the host offers a protocol-1 plugin as an ExternalProvisioner")
+	}
+	provisionertest.Run(t, p.Provisioner(), exampleKitConfig())
 }

@@ -126,7 +126,7 @@ func (h *Host) register(reg *provisioner.Registry, p *Plugin, skip map[string]bo
 			h.log.Info("provisioner served by a reattached plugin; the binary's is not used", "provisioner", name, "binary", p.Origin())
 			continue
 		}
-		if err := reg.Register(name, p.Origin(), p); err != nil {
+		if err := reg.Register(name, p.Origin(), p.Provisioner()); err != nil {
 			*errs = append(*errs, err)
 			continue
 		}

@@ -143,7 +143,7 @@ func TestFailureModes(t *testing.T) {
 		"bad-handshake":  "Unrecognized remote plugin message: hello, I am not a plugin",
 		"crash-at-start": "the plugin exited before completing its handshake (the plugin process ended by itself: exit status 3) (plugin output: testplugin: cannot open the licence file)",
 		"hang-at-start":  "timeout while waiting for plugin to start",
-		"wrong-protocol": "incompatible API version with plugin. Plugin version: 99, Client versions: [1]",
+		"wrong-protocol": "incompatible API version with plugin. Plugin version: 99, Client versions: [1 2]",
 		"netrpc":         `unsupported plugin protocol "netrpc"`,
 		"hang-describe":  "did not answer Describe within 2s",
 		"no-names":       "serves no provisioner names",

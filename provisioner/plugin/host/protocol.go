@@ -33,6 +33,9 @@ type Info struct {
 	// SDKVersion is the version of github.com/exporterset/exporterset the plugin was built
 	// with, as its build information records it; empty when unknown.
 	SDKVersion string
+	// External is true when the plugin negotiated protocol version 2: Provisioner then
+	// returns a provisioner.ExternalProvisioner.
+	External bool
 }
 
 // ReattachAddr is a ReattachConfig's address: Network ("unix" or "tcp") and String (the

@@ -11,9 +11,11 @@
 // status without an Error detail (the plugin crashed, the connection broke, a deadline passed)
 // is a transport failure, which the host reports as transient.
 //
-// Compatibility: fields are only ever added. A change that old hosts or old plugins cannot
-// ignore becomes protocol v2, a new package (exporterset.provisioner.v2) negotiated by
-// go-plugin's versioned plugin sets next to this one.
+// Compatibility: fields are only ever added. Protocol version 2 adds the ExternalProvisioner
+// service (and Request.credentials) beside an unchanged Provisioner service: go-plugin
+// negotiates the highest version both ends serve, so a plugin built for version 1 keeps
+// working with a newer host, and a version-1 host never calls the new service. A change that
+// old hosts or old plugins cannot ignore becomes a new package (exporterset.provisioner.v3).
 //
 // Regenerate the Go code with `make proto`.
 
@@ -174,6 +176,235 @@ func (BadValueKind) EnumDescriptor() ([]byte, []int) {
 	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
 }
 
+// CreateExternalResponse carries the annotations recorded on the Exporter.
+type CreateExternalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Annotations   map[string]string      `protobuf:"bytes,1,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateExternalResponse) Reset() {
+	*x = CreateExternalResponse{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateExternalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateExternalResponse) ProtoMessage() {}
+
+func (x *CreateExternalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateExternalResponse.ProtoReflect.Descriptor instead.
+func (*CreateExternalResponse) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CreateExternalResponse) GetAnnotations() map[string]string {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+// ObserveExternalResponse is provisioner.ExternalState.
+type ObserveExternalResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pending, Ready, Failed or Gone.
+	Phase         string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveExternalResponse) Reset() {
+	*x = ObserveExternalResponse{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveExternalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveExternalResponse) ProtoMessage() {}
+
+func (x *ObserveExternalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveExternalResponse.ProtoReflect.Descriptor instead.
+func (*ObserveExternalResponse) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ObserveExternalResponse) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ObserveExternalResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ObserveExternalResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ExternalResource is provisioner.ExternalResource.
+type ExternalResource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Instance      string                 `protobuf:"bytes,1,opt,name=instance,proto3" json:"instance,omitempty"`
+	InstanceUid   string                 `protobuf:"bytes,2,opt,name=instance_uid,json=instanceUid,proto3" json:"instance_uid,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Annotations   map[string]string      `protobuf:"bytes,5,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExternalResource) Reset() {
+	*x = ExternalResource{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExternalResource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExternalResource) ProtoMessage() {}
+
+func (x *ExternalResource) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExternalResource.ProtoReflect.Descriptor instead.
+func (*ExternalResource) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ExternalResource) GetInstance() string {
+	if x != nil {
+		return x.Instance
+	}
+	return ""
+}
+
+func (x *ExternalResource) GetInstanceUid() string {
+	if x != nil {
+		return x.InstanceUid
+	}
+	return ""
+}
+
+func (x *ExternalResource) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExternalResource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ExternalResource) GetAnnotations() map[string]string {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+// InventoryExternalResponse lists a set's external resources.
+type InventoryExternalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Resources     []*ExternalResource    `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InventoryExternalResponse) Reset() {
+	*x = InventoryExternalResponse{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InventoryExternalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InventoryExternalResponse) ProtoMessage() {}
+
+func (x *InventoryExternalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InventoryExternalResponse.ProtoReflect.Descriptor instead.
+func (*InventoryExternalResponse) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *InventoryExternalResponse) GetResources() []*ExternalResource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
 // DescribeRequest is empty; it exists so that fields can be added.
 type DescribeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -183,7 +414,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +426,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[0]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +439,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{0}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{4}
 }
 
 // DescribeResponse is provisioner.Description plus what the host logs about the plugin.
@@ -232,7 +463,7 @@ type DescribeResponse struct {
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +475,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[1]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +488,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{1}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DescribeResponse) GetNames() []string {
@@ -314,7 +545,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +557,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[2]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +570,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{2}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Image) GetImage() string {
@@ -369,7 +600,7 @@ type Images struct {
 
 func (x *Images) Reset() {
 	*x = Images{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +612,7 @@ func (x *Images) String() string {
 func (*Images) ProtoMessage() {}
 
 func (x *Images) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[3]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +625,7 @@ func (x *Images) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Images.ProtoReflect.Descriptor instead.
 func (*Images) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{3}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Images) GetExporter() *Image {
@@ -426,13 +657,16 @@ type Request struct {
 	Exporter []byte `protobuf:"bytes,5,opt,name=exporter,proto3" json:"exporter,omitempty"`
 	// The Secret holding the exporter config; empty for Validate.
 	ConfigSecretName string `protobuf:"bytes,6,opt,name=config_secret_name,json=configSecretName,proto3" json:"config_secret_name,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The data of the class's credentials Secret: sent only to a plugin that negotiated
+	// protocol version 2, with the ExternalProvisioner calls and Cleanup.
+	Credentials   map[string][]byte `protobuf:"bytes,7,rep,name=credentials,proto3" json:"credentials,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +678,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[4]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +691,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{4}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Request) GetSet() []byte {
@@ -502,6 +736,13 @@ func (x *Request) GetConfigSecretName() string {
 	return ""
 }
 
+func (x *Request) GetCredentials() map[string][]byte {
+	if x != nil {
+		return x.Credentials
+	}
+	return nil
+}
+
 // ValidateResponse is empty: success is the absence of an error.
 type ValidateResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -511,7 +752,7 @@ type ValidateResponse struct {
 
 func (x *ValidateResponse) Reset() {
 	*x = ValidateResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +764,7 @@ func (x *ValidateResponse) String() string {
 func (*ValidateResponse) ProtoMessage() {}
 
 func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[5]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +777,7 @@ func (x *ValidateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValidateResponse.ProtoReflect.Descriptor instead.
 func (*ValidateResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{5}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{9}
 }
 
 // RenderPodResponse carries the rendered Pod.
@@ -550,7 +791,7 @@ type RenderPodResponse struct {
 
 func (x *RenderPodResponse) Reset() {
 	*x = RenderPodResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +803,7 @@ func (x *RenderPodResponse) String() string {
 func (*RenderPodResponse) ProtoMessage() {}
 
 func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[6]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +816,7 @@ func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderPodResponse.ProtoReflect.Descriptor instead.
 func (*RenderPodResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{6}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenderPodResponse) GetPod() []byte {
@@ -596,7 +837,7 @@ type EnrichDriversResponse struct {
 
 func (x *EnrichDriversResponse) Reset() {
 	*x = EnrichDriversResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +849,7 @@ func (x *EnrichDriversResponse) String() string {
 func (*EnrichDriversResponse) ProtoMessage() {}
 
 func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[7]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +862,7 @@ func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrichDriversResponse.ProtoReflect.Descriptor instead.
 func (*EnrichDriversResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{7}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EnrichDriversResponse) GetDrivers() []byte {
@@ -640,7 +881,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +893,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[8]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +906,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{8}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{12}
 }
 
 // Error is a provisioner failure, sent as the detail of the RPC's gRPC status.
@@ -682,7 +923,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +935,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[9]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +948,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{9}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Error) GetCode() Code {
@@ -751,7 +992,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +1004,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +1017,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FieldError) GetType() string {
@@ -832,7 +1073,27 @@ var File_provisioner_plugin_internal_pluginpb_provisioner_proto protoreflect.Fil
 
 const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"\n" +
-	"6provisioner/plugin/internal/pluginpb/provisioner.proto\x12\x1aexporterset.provisioner.v1\"\x11\n" +
+	"6provisioner/plugin/internal/pluginpb/provisioner.proto\x12\x1aexporterset.provisioner.v1\"\xbf\x01\n" +
+	"\x16CreateExternalResponse\x12e\n" +
+	"\vannotations\x18\x01 \x03(\v2C.exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntryR\vannotations\x1a>\n" +
+	"\x10AnnotationsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"a\n" +
+	"\x17ObserveExternalResponse\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9a\x02\n" +
+	"\x10ExternalResource\x12\x1a\n" +
+	"\binstance\x18\x01 \x01(\tR\binstance\x12!\n" +
+	"\finstance_uid\x18\x02 \x01(\tR\vinstanceUid\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12_\n" +
+	"\vannotations\x18\x05 \x03(\v2=.exporterset.provisioner.v1.ExternalResource.AnnotationsEntryR\vannotations\x1a>\n" +
+	"\x10AnnotationsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"g\n" +
+	"\x19InventoryExternalResponse\x12J\n" +
+	"\tresources\x18\x01 \x03(\v2,.exporterset.provisioner.v1.ExternalResourceR\tresources\"\x11\n" +
 	"\x0fDescribeRequest\"\x84\x02\n" +
 	"\x10DescribeResponse\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x18\n" +
@@ -848,7 +1109,7 @@ const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"pullPolicy\"\x84\x01\n" +
 	"\x06Images\x12=\n" +
 	"\bexporter\x18\x01 \x01(\v2!.exporterset.provisioner.v1.ImageR\bexporter\x12;\n" +
-	"\aruntime\x18\x02 \x01(\v2!.exporterset.provisioner.v1.ImageR\aruntime\"\xd7\x01\n" +
+	"\aruntime\x18\x02 \x01(\v2!.exporterset.provisioner.v1.ImageR\aruntime\"\xef\x02\n" +
 	"\aRequest\x12\x10\n" +
 	"\x03set\x18\x01 \x01(\fR\x03set\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\fR\x05class\x12\x1e\n" +
@@ -857,7 +1118,11 @@ const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"parameters\x12:\n" +
 	"\x06images\x18\x04 \x01(\v2\".exporterset.provisioner.v1.ImagesR\x06images\x12\x1a\n" +
 	"\bexporter\x18\x05 \x01(\fR\bexporter\x12,\n" +
-	"\x12config_secret_name\x18\x06 \x01(\tR\x10configSecretName\"\x12\n" +
+	"\x12config_secret_name\x18\x06 \x01(\tR\x10configSecretName\x12V\n" +
+	"\vcredentials\x18\a \x03(\v24.exporterset.provisioner.v1.Request.CredentialsEntryR\vcredentials\x1a>\n" +
+	"\x10CredentialsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x12\n" +
 	"\x10ValidateResponse\"%\n" +
 	"\x11RenderPodResponse\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\"1\n" +
@@ -898,7 +1163,11 @@ const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"\bValidate\x12#.exporterset.provisioner.v1.Request\x1a,.exporterset.provisioner.v1.ValidateResponse\x12_\n" +
 	"\tRenderPod\x12#.exporterset.provisioner.v1.Request\x1a-.exporterset.provisioner.v1.RenderPodResponse\x12g\n" +
 	"\rEnrichDrivers\x12#.exporterset.provisioner.v1.Request\x1a1.exporterset.provisioner.v1.EnrichDriversResponse\x12[\n" +
-	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponseBIZGgithub.com/exporterset/exporterset/provisioner/plugin/internal/pluginpbb\x06proto3"
+	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponse2\xde\x02\n" +
+	"\x13ExternalProvisioner\x12i\n" +
+	"\x0eCreateExternal\x12#.exporterset.provisioner.v1.Request\x1a2.exporterset.provisioner.v1.CreateExternalResponse\x12k\n" +
+	"\x0fObserveExternal\x12#.exporterset.provisioner.v1.Request\x1a3.exporterset.provisioner.v1.ObserveExternalResponse\x12o\n" +
+	"\x11InventoryExternal\x12#.exporterset.provisioner.v1.Request\x1a5.exporterset.provisioner.v1.InventoryExternalResponseBIZGgithub.com/exporterset/exporterset/provisioner/plugin/internal/pluginpbb\x06proto3"
 
 var (
 	file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescOnce sync.Once
@@ -913,45 +1182,62 @@ func file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP() [
 }
 
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes = []any{
-	(Code)(0),                     // 0: exporterset.provisioner.v1.Code
-	(BadValueKind)(0),             // 1: exporterset.provisioner.v1.BadValueKind
-	(*DescribeRequest)(nil),       // 2: exporterset.provisioner.v1.DescribeRequest
-	(*DescribeResponse)(nil),      // 3: exporterset.provisioner.v1.DescribeResponse
-	(*Image)(nil),                 // 4: exporterset.provisioner.v1.Image
-	(*Images)(nil),                // 5: exporterset.provisioner.v1.Images
-	(*Request)(nil),               // 6: exporterset.provisioner.v1.Request
-	(*ValidateResponse)(nil),      // 7: exporterset.provisioner.v1.ValidateResponse
-	(*RenderPodResponse)(nil),     // 8: exporterset.provisioner.v1.RenderPodResponse
-	(*EnrichDriversResponse)(nil), // 9: exporterset.provisioner.v1.EnrichDriversResponse
-	(*CleanupResponse)(nil),       // 10: exporterset.provisioner.v1.CleanupResponse
-	(*Error)(nil),                 // 11: exporterset.provisioner.v1.Error
-	(*FieldError)(nil),            // 12: exporterset.provisioner.v1.FieldError
+	(Code)(0),                         // 0: exporterset.provisioner.v1.Code
+	(BadValueKind)(0),                 // 1: exporterset.provisioner.v1.BadValueKind
+	(*CreateExternalResponse)(nil),    // 2: exporterset.provisioner.v1.CreateExternalResponse
+	(*ObserveExternalResponse)(nil),   // 3: exporterset.provisioner.v1.ObserveExternalResponse
+	(*ExternalResource)(nil),          // 4: exporterset.provisioner.v1.ExternalResource
+	(*InventoryExternalResponse)(nil), // 5: exporterset.provisioner.v1.InventoryExternalResponse
+	(*DescribeRequest)(nil),           // 6: exporterset.provisioner.v1.DescribeRequest
+	(*DescribeResponse)(nil),          // 7: exporterset.provisioner.v1.DescribeResponse
+	(*Image)(nil),                     // 8: exporterset.provisioner.v1.Image
+	(*Images)(nil),                    // 9: exporterset.provisioner.v1.Images
+	(*Request)(nil),                   // 10: exporterset.provisioner.v1.Request
+	(*ValidateResponse)(nil),          // 11: exporterset.provisioner.v1.ValidateResponse
+	(*RenderPodResponse)(nil),         // 12: exporterset.provisioner.v1.RenderPodResponse
+	(*EnrichDriversResponse)(nil),     // 13: exporterset.provisioner.v1.EnrichDriversResponse
+	(*CleanupResponse)(nil),           // 14: exporterset.provisioner.v1.CleanupResponse
+	(*Error)(nil),                     // 15: exporterset.provisioner.v1.Error
+	(*FieldError)(nil),                // 16: exporterset.provisioner.v1.FieldError
+	nil,                               // 17: exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
+	nil,                               // 18: exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
+	nil,                               // 19: exporterset.provisioner.v1.Request.CredentialsEntry
 }
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs = []int32{
-	5,  // 0: exporterset.provisioner.v1.DescribeResponse.default_images:type_name -> exporterset.provisioner.v1.Images
-	4,  // 1: exporterset.provisioner.v1.Images.exporter:type_name -> exporterset.provisioner.v1.Image
-	4,  // 2: exporterset.provisioner.v1.Images.runtime:type_name -> exporterset.provisioner.v1.Image
-	5,  // 3: exporterset.provisioner.v1.Request.images:type_name -> exporterset.provisioner.v1.Images
-	0,  // 4: exporterset.provisioner.v1.Error.code:type_name -> exporterset.provisioner.v1.Code
-	12, // 5: exporterset.provisioner.v1.Error.fields:type_name -> exporterset.provisioner.v1.FieldError
-	1,  // 6: exporterset.provisioner.v1.FieldError.bad_value_kind:type_name -> exporterset.provisioner.v1.BadValueKind
-	2,  // 7: exporterset.provisioner.v1.Provisioner.Describe:input_type -> exporterset.provisioner.v1.DescribeRequest
-	6,  // 8: exporterset.provisioner.v1.Provisioner.Validate:input_type -> exporterset.provisioner.v1.Request
-	6,  // 9: exporterset.provisioner.v1.Provisioner.RenderPod:input_type -> exporterset.provisioner.v1.Request
-	6,  // 10: exporterset.provisioner.v1.Provisioner.EnrichDrivers:input_type -> exporterset.provisioner.v1.Request
-	6,  // 11: exporterset.provisioner.v1.Provisioner.Cleanup:input_type -> exporterset.provisioner.v1.Request
-	3,  // 12: exporterset.provisioner.v1.Provisioner.Describe:output_type -> exporterset.provisioner.v1.DescribeResponse
-	7,  // 13: exporterset.provisioner.v1.Provisioner.Validate:output_type -> exporterset.provisioner.v1.ValidateResponse
-	8,  // 14: exporterset.provisioner.v1.Provisioner.RenderPod:output_type -> exporterset.provisioner.v1.RenderPodResponse
-	9,  // 15: exporterset.provisioner.v1.Provisioner.EnrichDrivers:output_type -> exporterset.provisioner.v1.EnrichDriversResponse
-	10, // 16: exporterset.provisioner.v1.Provisioner.Cleanup:output_type -> exporterset.provisioner.v1.CleanupResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 0: exporterset.provisioner.v1.CreateExternalResponse.annotations:type_name -> exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
+	18, // 1: exporterset.provisioner.v1.ExternalResource.annotations:type_name -> exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
+	4,  // 2: exporterset.provisioner.v1.InventoryExternalResponse.resources:type_name -> exporterset.provisioner.v1.ExternalResource
+	9,  // 3: exporterset.provisioner.v1.DescribeResponse.default_images:type_name -> exporterset.provisioner.v1.Images
+	8,  // 4: exporterset.provisioner.v1.Images.exporter:type_name -> exporterset.provisioner.v1.Image
+	8,  // 5: exporterset.provisioner.v1.Images.runtime:type_name -> exporterset.provisioner.v1.Image
+	9,  // 6: exporterset.provisioner.v1.Request.images:type_name -> exporterset.provisioner.v1.Images
+	19, // 7: exporterset.provisioner.v1.Request.credentials:type_name -> exporterset.provisioner.v1.Request.CredentialsEntry
+	0,  // 8: exporterset.provisioner.v1.Error.code:type_name -> exporterset.provisioner.v1.Code
+	16, // 9: exporterset.provisioner.v1.Error.fields:type_name -> exporterset.provisioner.v1.FieldError
+	1,  // 10: exporterset.provisioner.v1.FieldError.bad_value_kind:type_name -> exporterset.provisioner.v1.BadValueKind
+	6,  // 11: exporterset.provisioner.v1.Provisioner.Describe:input_type -> exporterset.provisioner.v1.DescribeRequest
+	10, // 12: exporterset.provisioner.v1.Provisioner.Validate:input_type -> exporterset.provisioner.v1.Request
+	10, // 13: exporterset.provisioner.v1.Provisioner.RenderPod:input_type -> exporterset.provisioner.v1.Request
+	10, // 14: exporterset.provisioner.v1.Provisioner.EnrichDrivers:input_type -> exporterset.provisioner.v1.Request
+	10, // 15: exporterset.provisioner.v1.Provisioner.Cleanup:input_type -> exporterset.provisioner.v1.Request
+	10, // 16: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:input_type -> exporterset.provisioner.v1.Request
+	10, // 17: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:input_type -> exporterset.provisioner.v1.Request
+	10, // 18: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:input_type -> exporterset.provisioner.v1.Request
+	7,  // 19: exporterset.provisioner.v1.Provisioner.Describe:output_type -> exporterset.provisioner.v1.DescribeResponse
+	11, // 20: exporterset.provisioner.v1.Provisioner.Validate:output_type -> exporterset.provisioner.v1.ValidateResponse
+	12, // 21: exporterset.provisioner.v1.Provisioner.RenderPod:output_type -> exporterset.provisioner.v1.RenderPodResponse
+	13, // 22: exporterset.provisioner.v1.Provisioner.EnrichDrivers:output_type -> exporterset.provisioner.v1.EnrichDriversResponse
+	14, // 23: exporterset.provisioner.v1.Provisioner.Cleanup:output_type -> exporterset.provisioner.v1.CleanupResponse
+	2,  // 24: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:output_type -> exporterset.provisioner.v1.CreateExternalResponse
+	3,  // 25: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:output_type -> exporterset.provisioner.v1.ObserveExternalResponse
+	5,  // 26: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:output_type -> exporterset.provisioner.v1.InventoryExternalResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() }
@@ -965,9 +1251,9 @@ func file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   18,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes,
 		DependencyIndexes: file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs,

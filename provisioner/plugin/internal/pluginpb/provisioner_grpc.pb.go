@@ -11,9 +11,11 @@
 // status without an Error detail (the plugin crashed, the connection broke, a deadline passed)
 // is a transport failure, which the host reports as transient.
 //
-// Compatibility: fields are only ever added. A change that old hosts or old plugins cannot
-// ignore becomes protocol v2, a new package (exporterset.provisioner.v2) negotiated by
-// go-plugin's versioned plugin sets next to this one.
+// Compatibility: fields are only ever added. Protocol version 2 adds the ExternalProvisioner
+// service (and Request.credentials) beside an unchanged Provisioner service: go-plugin
+// negotiates the highest version both ends serve, so a plugin built for version 1 keeps
+// working with a newer host, and a version-1 host never calls the new service. A change that
+// old hosts or old plugins cannot ignore becomes a new package (exporterset.provisioner.v3).
 //
 // Regenerate the Go code with `make proto`.
 
@@ -301,6 +303,198 @@ var Provisioner_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cleanup",
 			Handler:    _Provisioner_Cleanup_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "provisioner/plugin/internal/pluginpb/provisioner.proto",
+}
+
+const (
+	ExternalProvisioner_CreateExternal_FullMethodName    = "/exporterset.provisioner.v1.ExternalProvisioner/CreateExternal"
+	ExternalProvisioner_ObserveExternal_FullMethodName   = "/exporterset.provisioner.v1.ExternalProvisioner/ObserveExternal"
+	ExternalProvisioner_InventoryExternal_FullMethodName = "/exporterset.provisioner.v1.ExternalProvisioner/InventoryExternal"
+)
+
+// ExternalProvisionerClient is the client API for ExternalProvisioner service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ExternalProvisioner is provisioner.ExternalProvisioner: the lifecycle of targets outside the
+// instance Pod. A plugin serves it, and go-plugin negotiates protocol version 2, only when its
+// provisioner implements the interface; version 1 is the Provisioner service alone.
+type ExternalProvisionerClient interface {
+	// CreateExternal creates the instance's external resources idempotently.
+	CreateExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*CreateExternalResponse, error)
+	// ObserveExternal reports the state of the instance's external resources.
+	ObserveExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*ObserveExternalResponse, error)
+	// InventoryExternal lists every external resource held for request.set.
+	InventoryExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*InventoryExternalResponse, error)
+}
+
+type externalProvisionerClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewExternalProvisionerClient(cc grpc.ClientConnInterface) ExternalProvisionerClient {
+	return &externalProvisionerClient{cc}
+}
+
+func (c *externalProvisionerClient) CreateExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*CreateExternalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateExternalResponse)
+	err := c.cc.Invoke(ctx, ExternalProvisioner_CreateExternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *externalProvisionerClient) ObserveExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*ObserveExternalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ObserveExternalResponse)
+	err := c.cc.Invoke(ctx, ExternalProvisioner_ObserveExternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *externalProvisionerClient) InventoryExternal(ctx context.Context, in *Request, opts ...grpc.CallOption) (*InventoryExternalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(InventoryExternalResponse)
+	err := c.cc.Invoke(ctx, ExternalProvisioner_InventoryExternal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExternalProvisionerServer is the server API for ExternalProvisioner service.
+// All implementations must embed UnimplementedExternalProvisionerServer
+// for forward compatibility.
+//
+// ExternalProvisioner is provisioner.ExternalProvisioner: the lifecycle of targets outside the
+// instance Pod. A plugin serves it, and go-plugin negotiates protocol version 2, only when its
+// provisioner implements the interface; version 1 is the Provisioner service alone.
+type ExternalProvisionerServer interface {
+	// CreateExternal creates the instance's external resources idempotently.
+	CreateExternal(context.Context, *Request) (*CreateExternalResponse, error)
+	// ObserveExternal reports the state of the instance's external resources.
+	ObserveExternal(context.Context, *Request) (*ObserveExternalResponse, error)
+	// InventoryExternal lists every external resource held for request.set.
+	InventoryExternal(context.Context, *Request) (*InventoryExternalResponse, error)
+	mustEmbedUnimplementedExternalProvisionerServer()
+}
+
+// UnimplementedExternalProvisionerServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedExternalProvisionerServer struct{}
+
+func (UnimplementedExternalProvisionerServer) CreateExternal(context.Context, *Request) (*CreateExternalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateExternal not implemented")
+}
+func (UnimplementedExternalProvisionerServer) ObserveExternal(context.Context, *Request) (*ObserveExternalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ObserveExternal not implemented")
+}
+func (UnimplementedExternalProvisionerServer) InventoryExternal(context.Context, *Request) (*InventoryExternalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method InventoryExternal not implemented")
+}
+func (UnimplementedExternalProvisionerServer) mustEmbedUnimplementedExternalProvisionerServer() {}
+func (UnimplementedExternalProvisionerServer) testEmbeddedByValue()                             {}
+
+// UnsafeExternalProvisionerServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ExternalProvisionerServer will
+// result in compilation errors.
+type UnsafeExternalProvisionerServer interface {
+	mustEmbedUnimplementedExternalProvisionerServer()
+}
+
+func RegisterExternalProvisionerServer(s grpc.ServiceRegistrar, srv ExternalProvisionerServer) {
+	// If the following call panics, it indicates UnimplementedExternalProvisionerServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ExternalProvisioner_ServiceDesc, srv)
+}
+
+func _ExternalProvisioner_CreateExternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExternalProvisionerServer).CreateExternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExternalProvisioner_CreateExternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExternalProvisionerServer).CreateExternal(ctx, req.(*Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExternalProvisioner_ObserveExternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExternalProvisionerServer).ObserveExternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExternalProvisioner_ObserveExternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExternalProvisionerServer).ObserveExternal(ctx, req.(*Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ExternalProvisioner_InventoryExternal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExternalProvisionerServer).InventoryExternal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ExternalProvisioner_InventoryExternal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExternalProvisionerServer).InventoryExternal(ctx, req.(*Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ExternalProvisioner_ServiceDesc is the grpc.ServiceDesc for ExternalProvisioner service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ExternalProvisioner_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "exporterset.provisioner.v1.ExternalProvisioner",
+	HandlerType: (*ExternalProvisionerServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateExternal",
+			Handler:    _ExternalProvisioner_CreateExternal_Handler,
+		},
+		{
+			MethodName: "ObserveExternal",
+			Handler:    _ExternalProvisioner_ObserveExternal_Handler,
+		},
+		{
+			MethodName: "InventoryExternal",
+			Handler:    _ExternalProvisioner_InventoryExternal_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -16,6 +16,7 @@ import (
 // not manage the plugin process: the host wraps it with start, restart and deadlines.
 type GRPCClient struct {
 	rpc  pluginpb.ProvisionerClient
+	ext  pluginpb.ExternalProvisionerClient // protocol version 2; nil on version 1
 	done <-chan struct{}
 }
 
@@ -37,6 +38,9 @@ type Info struct {
 	ProtocolVersion int
 	// SDKVersion is the version of github.com/exporterset/exporterset the plugin was built with.
 	SDKVersion string
+	// External is true when the plugin negotiated protocol version 2: its provisioner is a
+	// provisioner.ExternalProvisioner.
+	External bool
 }
 
 // Info calls Describe and returns everything it answered.
@@ -54,6 +58,7 @@ func (c *GRPCClient) Info(ctx context.Context) (Info, error) {
 		},
 		ProtocolVersion: int(out.GetProtocolVersion()),
 		SDKVersion:      out.GetSdkVersion(),
+		External:        c.ext != nil,
 	}, nil
 }
 

@@ -56,6 +56,7 @@ func requestToPB(req *provisioner.Request) (*pluginpb.Request, error) {
 		Images:           imagesToPB(req.Images),
 		Exporter:         exp,
 		ConfigSecretName: req.ConfigSecretName,
+		Credentials:      req.Credentials,
 	}, nil
 }
 
@@ -78,6 +79,7 @@ func requestFromPB(in *pluginpb.Request) (*provisioner.Request, error) {
 		Images:           imagesFromPB(in.GetImages()),
 		Exporter:         exp,
 		ConfigSecretName: in.GetConfigSecretName(),
+		Credentials:      in.GetCredentials(),
 	}
 	if len(in.GetParameters()) > 0 {
 		req.Parameters = json.RawMessage(in.GetParameters())

@@ -17,6 +17,8 @@ type grpcPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	// Impl is the served provisioner; nil on the host side.
 	Impl provisioner.Provisioner
+	// external is protocol version 2: the ExternalProvisioner service too.
+	external bool
 }
 
 var _ goplugin.GRPCPlugin = (*grpcPlugin)(nil)
@@ -24,6 +26,9 @@ var _ goplugin.GRPCPlugin = (*grpcPlugin)(nil)
 // GRPCServer registers Impl on s.
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 	pluginpb.RegisterProvisionerServer(s, NewGRPCServer(p.Impl))
+	if ext, ok := p.Impl.(provisioner.ExternalProvisioner); ok && p.external {
+		pluginpb.RegisterExternalProvisionerServer(s, &externalServer{impl: ext})
+	}
 	return nil
 }
 
@@ -32,5 +37,8 @@ func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
 func (p *grpcPlugin) GRPCClient(ctx context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
 	c := NewGRPCClient(conn)
 	c.done = ctx.Done()
+	if p.external {
+		c.ext = pluginpb.NewExternalProvisionerClient(conn)
+	}
 	return c, nil
 }

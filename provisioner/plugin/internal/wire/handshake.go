@@ -6,11 +6,20 @@ import (
 	"github.com/exporterset/exporterset/provisioner"
 )
 
-// ProtocolVersion is the plugin protocol this package implements (pluginpb, package
-// exporterset.provisioner.v1). A host offers every version it speaks and go-plugin picks the
-// highest one the plugin serves too, so a v2 can be added next to v1 without breaking the
-// plugins already built.
-const ProtocolVersion = 1
+// ProtocolVersion is the newest plugin protocol this package implements (pluginpb, package
+// exporterset.provisioner.v1): version 1 is the Provisioner service, version 2 adds the
+// ExternalProvisioner service. A host offers every version it speaks and go-plugin picks the
+// highest one the plugin serves too, so plugins built for version 1 keep working.
+const ProtocolVersion = 2
+
+// protocolOf is the version a plugin serving impl offers at most: 2 only for an
+// ExternalProvisioner.
+func protocolOf(impl provisioner.Provisioner) int {
+	if _, ok := impl.(provisioner.ExternalProvisioner); ok {
+		return 2
+	}
+	return 1
+}
 
 // PluginName is the name of the provisioner plugin in go-plugin's plugin sets.
 const PluginName = "provisioner"
@@ -37,9 +46,12 @@ func Handshake() goplugin.HandshakeConfig {
 func AllowedProtocols() []goplugin.Protocol { return []goplugin.Protocol{goplugin.ProtocolGRPC} }
 
 // VersionedPlugins returns the plugin sets per protocol version. impl is the provisioner a
-// plugin serves; a host passes nil.
+// plugin serves: it offers version 2 only when impl is an ExternalProvisioner. A host passes
+// nil and offers both.
 func VersionedPlugins(impl provisioner.Provisioner) map[int]goplugin.PluginSet {
-	return map[int]goplugin.PluginSet{
-		ProtocolVersion: {PluginName: &grpcPlugin{Impl: impl}},
+	sets := map[int]goplugin.PluginSet{1: {PluginName: &grpcPlugin{Impl: impl}}}
+	if impl == nil || protocolOf(impl) >= 2 {
+		sets[2] = goplugin.PluginSet{PluginName: &grpcPlugin{Impl: impl, external: true}}
 	}
+	return sets
 }

@@ -44,7 +44,7 @@ func (s *grpcServer) Describe(ctx context.Context, _ *pluginpb.DescribeRequest) 
 	return &pluginpb.DescribeResponse{
 		Names:           d.Names,
 		Version:         d.Version,
-		ProtocolVersion: ProtocolVersion,
+		ProtocolVersion: uint32(protocolOf(s.impl)),
 		DefaultImages:   imagesToPB(d.DefaultImages),
 		ParameterSchema: d.ParameterSchema,
 		SdkVersion:      sdkVersion(),

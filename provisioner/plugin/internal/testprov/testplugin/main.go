@@ -58,7 +58,7 @@ func main() {
 	case "wrong-protocol":
 		goplugin.Serve(&goplugin.ServeConfig{
 			HandshakeConfig:  wire.Handshake(),
-			VersionedPlugins: map[int]goplugin.PluginSet{99: wire.VersionedPlugins(p)[wire.ProtocolVersion]},
+			VersionedPlugins: map[int]goplugin.PluginSet{99: wire.VersionedPlugins(p)[1]},
 			GRPCServer:       goplugin.DefaultGRPCServer,
 		})
 		return
