@@ -17,6 +17,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/internal/fakeprov"
 	"github.com/exporterset/exporterset/internal/testenv"
 )
 
@@ -61,6 +62,8 @@ type Checker struct {
 	pending    []pendingDeletion
 	deletions  int
 	evaluated  int
+
+	remotes func() []fakeprov.Remote // the external fake's remote side (final_remote.go)
 
 	fw *failureWatch // the failure invariants' memory (failwatch.go)
 	rw *rollWatch    // the roll floor's memory (rollwatch.go)

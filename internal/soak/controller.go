@@ -22,6 +22,10 @@ import (
 // unregistered before it reports NotRegistering: above the slow-start action's delays.
 const registrationGrace = 5 * time.Second
 
+// inventoryInterval is how often the soak's reconciler sweeps the external pool's remote
+// side for resources no instance records (instead of every minute).
+const inventoryInterval = 3 * time.Second
+
 // controller runs the reconciler under test in a manager of its own, which the walk stops
 // and replaces: a restart loses everything in memory (expectations, describe cache), so
 // only what the reconciler keeps in the API server (instance sequence, cooldown clock)
@@ -73,7 +77,9 @@ func (c *controller) start(ctx context.Context) error {
 		exporterset.WithRetryInterval(time.Second),
 		exporterset.WithFailureBackoff(soakBackoffBase, soakBackoffCap),
 		// Short, so that the not-registering fault shows as NotRegistering within a walk.
-		exporterset.WithRegistrationGrace(registrationGrace))
+		exporterset.WithRegistrationGrace(registrationGrace),
+		// Resources left behind on the external pool's remote side are swept within seconds.
+		exporterset.WithInventoryInterval(inventoryInterval))
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("soak: setting up reconciler: %w", err)
 	}

@@ -25,6 +25,14 @@
 // The soak's reconciler backs off failures from 2s doubling to 20s (instead of 5m), so that
 // a set repaired at the end of the walk tries again within the settle time.
 //
+// One set (delta) runs on the external fake (fakeprov.External): its targets live on a
+// pretend remote side, as a KubeVirt VM would (external_actions.go). The walk makes that
+// remote end unreachable for a few seconds (the set is held and excused meanwhile), deletes
+// an instance's remote resource behind the controller's back (it must be created again),
+// and leaves resources behind that no Exporter records, as a controller killed between the
+// remote create and the local record would (the inventory sweep, every 3s here, must clean
+// them up).
+//
 // It starts rolls on purpose (roll_action.go): start-roll gives a set's template a new
 // annotation or its class new (valid) parameters, which change the spec hash and nothing
 // else. Every edit that changes a spec hash (start-roll, a template or class parameters
@@ -69,7 +77,8 @@
 // After the walk every fault is turned off (the simulator's failures included) and, within a
 // bounded time, the status of every set must equal a recomputation from the objects, the
 // warm buffer and the floor must be met where the ceiling allows, nothing may still be recycling, and no Pod, Secret or Exporter
-// may be orphaned ([Checker.Final]).
+// may be orphaned, and no remote resource of the external fake may lack its Exporter (same
+// name and UID) nor a recorded Exporter its remote resource ([Checker.Final]).
 //
 // Run it with `make soak` (SOAK_DURATION, default 2m, split between seed 1 and a random seed;
 // `make soak DURATION=30m` for a long run, `SOAK_SEED=n` to replay one seed). `go test ./...`

@@ -41,6 +41,10 @@ type failureState struct {
 	node    bool            // lost, capacity cut or tainted: one node fault at a time
 	slow    bool
 	counts  map[string]int
+	// remoteCut: the external pool's remote end is unreachable; leftSeq numbers the
+	// resources left behind on it (external_actions.go).
+	remoteCut bool
+	leftSeq   int
 }
 
 func newFailureState() *failureState {
@@ -353,6 +357,7 @@ func (wk *Walk) clearFailures(ctx context.Context) error {
 		wk.clearNotRegistering(name)
 	}
 	wk.clearSlowStart()
+	wk.clearRemoteCut()
 	return wk.repairNode(ctx)
 }
 

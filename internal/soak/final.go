@@ -30,8 +30,9 @@ import (
 //     maxReplicas minus the leased and hand-disabled instances: available (ready, enabled,
 //     unleased) ones under Immediate binding, idle enabled ones under WaitForFirstConsumer.
 //
-// And for the namespace: no Pod or Secret whose owning Exporter is gone, and no Exporter
-// without an existing ExporterSet as its controller.
+// And for the namespace: no Pod or Secret whose owning Exporter is gone, no Exporter
+// without an existing ExporterSet as its controller, and (WatchRemote) no remote resource of
+// the external fake without its Exporter, nor a recorded one gone.
 func (c *Checker) Final(ctx context.Context) ([]string, error) {
 	r := c.direct
 	ns := client.InNamespace(c.ns)
@@ -55,6 +56,7 @@ func (c *Checker) Final(ctx context.Context) ([]string, error) {
 		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner)...)
 	}
 	problems = append(problems, orphans(sets.Items, exporters.Items, pods.Items, secrets.Items)...)
+	problems = append(problems, remoteProblems(c.ns, exporters.Items, c.remoteList())...)
 	sort.Strings(problems)
 	return problems, nil
 }

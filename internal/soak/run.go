@@ -185,6 +185,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer func() { _ = w.sim.Stop() }()
 
 	registry := w.fake.Registry()
+	// A remote target is ready a moment after its creation, as a VM boots.
+	w.ext = fakeprov.NewExternal(w.fake)
+	w.ext.ReadyAfter = 500 * time.Millisecond
+	if err := w.ext.Register(registry); err != nil {
+		return nil, err
+	}
 	if cfg.PluginDir != "" {
 		if w.plugins, err = startPlugins(ctx, cfg.PluginDir, registry); err != nil {
 			return nil, err
@@ -197,6 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if w.checker, err = NewChecker(cfg.REST, w.ns, history, cfg.Ceiling); err != nil {
 		return nil, err
 	}
+	w.checker.WatchRemote(w.ext.Remotes)
 	if err := w.checker.Start(ctx); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func newWalk(seed int64, w *world) *Walk {
 		deleted: map[string]*vtv1alpha1.VirtualTargetClass{},
 		f:       newFailureState(),
 	}
-	wk.actions = append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...)
+	wk.actions = append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}

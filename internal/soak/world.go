@@ -54,6 +54,8 @@ func pools(withPlugin bool) []pool {
 	out := []pool{
 		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true},
 		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0},
+		// Targets outside the Pod: the external fake's remote resources (external_actions.go).
+		{set: "delta", class: "fake-ext", provisioner: fakeprov.ExternalName, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: time.Second},
 	}
 	if withPlugin {
 		out = append(out, pool{set: "gamma", class: "plugin", provisioner: PluginProvisioner, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: 2 * time.Second})
@@ -67,7 +69,8 @@ type world struct {
 	c       client.Client // direct, uncached: the walk's and the final check's view
 	sim     *jumpsim.Simulator
 	fake    *fakeprov.Fake
-	plugins *host.Host // nil without the plugin
+	ext     *fakeprov.External // serves the external pool, over fake
+	plugins *host.Host         // nil without the plugin
 	ctrl    *controller
 	checker *Checker
 	faults  *Faults
