@@ -13,6 +13,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // forwardHost is where the port-forward sidecar listens: the Pod's loopback, which only the
@@ -34,7 +35,7 @@ func checkDrivers(drivers []vtv1alpha1.DriverSpec) field.ErrorList {
 			dec := json.NewDecoder(bytes.NewReader(d.Config.Raw))
 			dec.UseNumber()
 			if err := dec.Decode(&cfg); err != nil {
-				errs = append(errs, field.Invalid(path, abbreviate(d.Config.Raw), "must be a JSON object"))
+				errs = append(errs, field.Invalid(path, fieldcheck.Abbreviate(d.Config.Raw), "must be a JSON object"))
 				continue
 			}
 		}
@@ -60,13 +61,13 @@ func checkConfig(path *field.Path, spec *driverSpec, cfg map[string]any) field.E
 		if slices.Contains(names, k) {
 			continue
 		}
-		detail := fmt.Sprintf("%s takes no such key; it takes %s", spec.typ, quoteAll(names))
+		detail := fmt.Sprintf("%s takes no such key; it takes %s", spec.typ, fieldcheck.QuoteAll(names))
 		for _, f := range spec.fields {
 			if slices.Contains(f.aliases, k) {
 				detail = fmt.Sprintf("%s takes no such key (did you mean %q?)", spec.typ, f.name)
 			}
 		}
-		if s := suggest(k, names); s != "" {
+		if s := fieldcheck.Suggest(k, names); s != "" {
 			detail = fmt.Sprintf("%s takes no such key (did you mean %q?)", spec.typ, s)
 		}
 		errs = append(errs, &field.Error{Type: field.ErrorTypeNotSupported, Field: path.Child(k).String(), BadValue: k, Detail: detail})

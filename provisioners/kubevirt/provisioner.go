@@ -25,7 +25,7 @@ var _ provisioner.ExternalProvisioner = (*Provisioner)(nil)
 
 // New returns a Provisioner with the built-in default images, changed by opts.
 func New(opts ...Option) *Provisioner {
-	p := &Provisioner{defaults: DefaultImages(), version: buildVersion()}
+	p := &Provisioner{defaults: DefaultImages(), version: provisioner.ModuleVersion()}
 	for _, opt := range opts {
 		opt(p)
 	}

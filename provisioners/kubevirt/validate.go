@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // parametersPath roots every parameter error, as the Provisioner contract asks.
@@ -33,35 +35,35 @@ var forwardName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // nil parameters whenever there is an error, so nothing is created from half-checked input.
 // An explicit null counts as unset.
 func parseParameters(raw []byte) (*parameters, field.ErrorList) {
-	top, ferr := decodeTop(raw)
+	top, ferr := fieldcheck.DecodeObject(parametersPath, raw)
 	if ferr != nil {
 		return nil, field.ErrorList{ferr}
 	}
-	errs := unknownKeys(parametersPath, "", top, topKeys)
+	errs := fieldcheck.UnknownKeys(parametersPath, "", top, topKeys, keyHints[""])
 	p := &parameters{kubeconfigKey: defaultKubeconfigKey, namespace: defaultNamespace, cores: defaultCores}
 	p.memory = resource.MustParse(defaultMemory)
 
-	if v, ok := present(top, "kubeconfigKey"); ok {
+	if v, ok := fieldcheck.Present(top, "kubeconfigKey"); ok {
 		path := parametersPath.Child("kubeconfigKey")
-		p.kubeconfigKey, ferr = stringValue(path, v)
+		p.kubeconfigKey, ferr = fieldcheck.String(path, v)
 		if ferr == nil {
 			ferr = msgsErr(path, v, validation.IsConfigMapKey(p.kubeconfigKey))
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
-	if v, ok := present(top, "namespace"); ok {
+	if v, ok := fieldcheck.Present(top, "namespace"); ok {
 		path := parametersPath.Child("namespace")
-		p.namespace, ferr = stringValue(path, v)
+		p.namespace, ferr = fieldcheck.String(path, v)
 		if ferr == nil {
 			ferr = msgsErr(path, v, validation.IsDNS1123Label(p.namespace))
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 	errs = append(errs, parseDisk(top, p)...)
 	errs = append(errs, parseResources(top, p)...)
-	if v, ok := present(top, "cloudInit"); ok {
-		p.cloudInit, ferr = stringValue(parametersPath.Child("cloudInit"), v)
-		errs = appendErr(errs, ferr)
+	if v, ok := fieldcheck.Present(top, "cloudInit"); ok {
+		p.cloudInit, ferr = fieldcheck.String(parametersPath.Child("cloudInit"), v)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 	errs = append(errs, parseForwards(top, p)...)
 	if len(errs) > 0 {
@@ -73,8 +75,8 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 // parseDisk reads containerDisk or dataVolume: exactly one of them.
 func parseDisk(top map[string]any, p *parameters) field.ErrorList {
 	var errs field.ErrorList
-	cd, hasCD := present(top, "containerDisk")
-	dv, hasDV := present(top, "dataVolume")
+	cd, hasCD := fieldcheck.Present(top, "containerDisk")
+	dv, hasDV := fieldcheck.Present(top, "dataVolume")
 	switch {
 	case !hasCD && !hasDV:
 		return field.ErrorList{field.Required(parametersPath.Child("containerDisk"), `the VM needs a disk: set "containerDisk" (an image) or "dataVolume"`)}
@@ -82,48 +84,48 @@ func parseDisk(top map[string]any, p *parameters) field.ErrorList {
 		return field.ErrorList{field.Forbidden(parametersPath.Child("dataVolume"), `set either "containerDisk" or "dataVolume", not both`)}
 	case hasCD:
 		path := parametersPath.Child("containerDisk")
-		s, ferr := stringValue(path, cd)
+		s, ferr := fieldcheck.String(path, cd)
 		if ferr == nil && (s == "" || strings.ContainsAny(s, " \t\n")) {
 			ferr = field.Invalid(path, s, "must be a container image reference")
 		}
 		p.disk.containerDisk = s
-		return appendErr(nil, ferr)
+		return fieldcheck.AppendErr(nil, ferr)
 	}
 	path := parametersPath.Child("dataVolume")
-	m, ferr := object(path, dv)
+	m, ferr := fieldcheck.Object(path, dv)
 	if ferr != nil {
 		return field.ErrorList{ferr}
 	}
-	errs = append(errs, unknownKeys(path, "dataVolume", m, dataVolumeKeys)...)
+	errs = append(errs, fieldcheck.UnknownKeys(path, "dataVolume", m, dataVolumeKeys, keyHints["dataVolume"])...)
 	d := &dataVolumeParams{}
-	httpV, hasHTTP := present(m, "http")
-	regV, hasReg := present(m, "registry")
+	httpV, hasHTTP := fieldcheck.Present(m, "http")
+	regV, hasReg := fieldcheck.Present(m, "registry")
 	switch {
 	case hasHTTP && hasReg:
 		errs = append(errs, field.Forbidden(path.Child("registry"), `set either "http" or "registry", not both`))
 	case hasHTTP:
 		d.httpURL, ferr = urlValue(path.Child("http"), httpV, "http", "https")
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	case hasReg:
 		// CDI's registry source takes docker:// (a registry) or oci-archive:// (a file).
 		d.registryURL, ferr = urlValue(path.Child("registry"), regV, "docker", "oci-archive")
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	default:
 		errs = append(errs, field.Required(path.Child("http"), `the DataVolume needs a source: "http" (a URL) or "registry" (docker://...)`))
 	}
-	if v, ok := present(m, "storage"); ok {
+	if v, ok := fieldcheck.Present(m, "storage"); ok {
 		d.storage, ferr = quantity(path.Child("storage"), v)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	} else {
 		errs = append(errs, field.Required(path.Child("storage"), `the size of the disk's PVC, e.g. "20Gi"`))
 	}
-	if v, ok := present(m, "storageClassName"); ok {
+	if v, ok := fieldcheck.Present(m, "storageClassName"); ok {
 		sp := path.Child("storageClassName")
-		d.storageClassName, ferr = stringValue(sp, v)
+		d.storageClassName, ferr = fieldcheck.String(sp, v)
 		if ferr == nil {
 			ferr = msgsErr(sp, v, validation.IsDNS1123Subdomain(d.storageClassName))
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 	p.disk.dataVolume = d
 	return errs
@@ -132,19 +134,19 @@ func parseDisk(top map[string]any, p *parameters) field.ErrorList {
 // parseResources reads resources.cpu (whole cores) and resources.memory (a quantity).
 func parseResources(top map[string]any, p *parameters) field.ErrorList {
 	path := parametersPath.Child("resources")
-	m, ferr := object(path, top["resources"])
+	m, ferr := fieldcheck.Object(path, top["resources"])
 	if ferr != nil {
 		return field.ErrorList{ferr}
 	}
-	errs := unknownKeys(path, "resources", m, resourcesKeys)
-	if v, ok := present(m, "cpu"); ok {
+	errs := fieldcheck.UnknownKeys(path, "resources", m, resourcesKeys, keyHints["resources"])
+	if v, ok := fieldcheck.Present(m, "cpu"); ok {
 		n, ferr := intValue(path.Child("cpu"), v, 1, maxCores, true)
 		p.cores = uint32(n)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
-	if v, ok := present(m, "memory"); ok {
+	if v, ok := fieldcheck.Present(m, "memory"); ok {
 		p.memory, ferr = quantity(path.Child("memory"), v)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 	return errs
 }
@@ -153,29 +155,29 @@ func parseResources(top map[string]any, p *parameters) field.ErrorList {
 // share a name or a local port.
 func parseForwards(top map[string]any, p *parameters) field.ErrorList {
 	sshPath := parametersPath.Child("ssh")
-	ssh, ferr := object(sshPath, top["ssh"])
+	ssh, ferr := fieldcheck.Object(sshPath, top["ssh"])
 	if ferr != nil {
 		return field.ErrorList{ferr}
 	}
-	errs := unknownKeys(sshPath, "ssh", ssh, sshKeys)
+	errs := fieldcheck.UnknownKeys(sshPath, "ssh", ssh, sshKeys, keyHints["ssh"])
 	enabled, port := true, int64(defaultSSHPort)
-	if v, ok := present(ssh, "enabled"); ok {
+	if v, ok := fieldcheck.Present(ssh, "enabled"); ok {
 		b, isBool := v.(bool)
 		if !isBool {
 			errs = append(errs, field.TypeInvalid(sshPath.Child("enabled"), v, "must be true or false"))
 		}
 		enabled = b
 	}
-	if v, ok := present(ssh, "port"); ok {
+	if v, ok := fieldcheck.Present(ssh, "port"); ok {
 		port, ferr = intValue(sshPath.Child("port"), v, 1, 65535, false)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 	if enabled {
 		p.forwards = append(p.forwards, forward{name: "ssh", guestPort: int32(port), localPort: localPortFor(int32(port))})
 	}
 
 	fwPath := parametersPath.Child("forwardPorts")
-	fw, ferr := object(fwPath, top["forwardPorts"])
+	fw, ferr := fieldcheck.Object(fwPath, top["forwardPorts"])
 	if ferr != nil {
 		return append(errs, ferr)
 	}
@@ -237,7 +239,7 @@ func intValue(path *field.Path, v any, lo, hi int64, digits bool) (int64, *field
 
 // quantity reads a positive Kubernetes quantity ("2Gi"), as KubeVirt's own spec takes it.
 func quantity(path *field.Path, v any) (resource.Quantity, *field.Error) {
-	s, ferr := stringValue(path, v)
+	s, ferr := fieldcheck.String(path, v)
 	if ferr != nil {
 		if n, ok := v.(json.Number); ok {
 			s, ferr = n.String(), nil
@@ -257,7 +259,7 @@ func quantity(path *field.Path, v any) (resource.Quantity, *field.Error) {
 
 // urlValue reads an absolute URL with one of schemes.
 func urlValue(path *field.Path, v any, schemes ...string) (string, *field.Error) {
-	s, ferr := stringValue(path, v)
+	s, ferr := fieldcheck.String(path, v)
 	if ferr != nil {
 		return "", ferr
 	}
@@ -270,7 +272,7 @@ func urlValue(path *field.Path, v any, schemes ...string) (string, *field.Error)
 			return s, nil
 		}
 	}
-	return "", field.Invalid(path, s, "must be a URL with scheme "+quoteAll(schemes))
+	return "", field.Invalid(path, s, "must be a URL with scheme "+fieldcheck.QuoteAll(schemes))
 }
 
 // msgsErr turns the messages of an apimachinery validation helper into one field error.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/exporterset/exporterset/merge"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // valueCheck is a fieldSpec's further check of a value already of the right kind.
@@ -88,7 +89,7 @@ func checkValue(path *field.Path, f fieldSpec, v any) field.ErrorList {
 	if ferr == nil && f.check != nil {
 		ferr = f.check(path, v)
 	}
-	return appendErr(nil, ferr)
+	return fieldcheck.AppendErr(nil, ferr)
 }
 
 // describe says in words what a field takes, for required and null messages.
@@ -237,7 +238,7 @@ func unknownField(path *field.Path, key string, spec *objectSpec) *field.Error {
 		for i, f := range spec.fields {
 			names[i] = f.name
 		}
-		detail += "; its fields: " + quoteAll(names)
+		detail += "; its fields: " + fieldcheck.QuoteAll(names)
 	}
 	return &field.Error{Type: field.ErrorTypeNotSupported, Field: path.String(), BadValue: key, Detail: detail}
 }
@@ -259,7 +260,7 @@ func suggestField(key string, fields []fieldSpec) string {
 			return n
 		}
 	}
-	if s := suggest(key, names); s != "" {
+	if s := fieldcheck.Suggest(key, names); s != "" {
 		return s
 	}
 	for _, n := range names {

@@ -9,6 +9,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // Upstream's driver packages are all named jumpstarter_driver_<name>; this provisioner knows
@@ -30,7 +31,7 @@ func misspeltType(typ string) string {
 		switch {
 		case strings.EqualFold(typ, d.typ):
 			return d.typ
-		case class == knownClass && editDistance(module, knownModule) <= 2:
+		case class == knownClass && fieldcheck.EditDistance(module, knownModule) <= 2:
 			return d.typ
 		}
 	}
@@ -41,7 +42,7 @@ func misspeltType(typ string) string {
 				classes = append(classes, c)
 			}
 		}
-		if c := suggest(class, classes); c != "" {
+		if c := fieldcheck.Suggest(class, classes); c != "" {
 			return qemuDriverModule + "." + c
 		}
 	}
@@ -85,7 +86,7 @@ func driverWarnings(set *vtv1alpha1.ExporterSet) []provisioner.Warning {
 			continue
 		}
 		msg := fmt.Sprintf("driver type %q is not one %s checks: its config is passed on unchecked, and the exporter image must provide it", d.Type, Name)
-		if s := suggest(d.Type, DriverTypes()); s != "" {
+		if s := fieldcheck.Suggest(d.Type, DriverTypes()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		out = append(out, provisioner.Warning{Field: driversPath.Index(i).Child("type").String(), Message: msg})
@@ -118,7 +119,7 @@ func checkRefs(drivers []vtv1alpha1.DriverSpec, configs []map[string]any) field.
 			}
 			ferr := field.NotFound(path, d.Ref)
 			ferr.Detail = fmt.Sprintf("no driver named %q in %s", segments[0], driversPath)
-			if s := suggest(segments[0], names); s != "" {
+			if s := fieldcheck.Suggest(segments[0], names); s != "" {
 				ferr.Detail += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			errs = append(errs, ferr)
@@ -140,10 +141,10 @@ func checkRefs(drivers []vtv1alpha1.DriverSpec, configs []map[string]any) field.
 			ferr.Detail = fmt.Sprintf("%s %q creates no child drivers", spec.typ, segments[0])
 		} else {
 			ferr.Detail = fmt.Sprintf("%s %q creates no child %q", spec.typ, segments[0], segments[1])
-			if s := suggest(segments[1], children); s != "" {
+			if s := fieldcheck.Suggest(segments[1], children); s != "" {
 				ferr.Detail += fmt.Sprintf(" (did you mean %q?)", segments[0]+"."+s)
 			}
-			ferr.Detail += "; its children: " + quoteAll(children)
+			ferr.Detail += "; its children: " + fieldcheck.QuoteAll(children)
 		}
 		errs = append(errs, ferr)
 	}

@@ -14,6 +14,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // fuzzSeeds start the fuzz target and, rendered in every fuzz class, are dry-run against
@@ -228,7 +229,7 @@ func checkDrivers(t *testing.T, drivers []vtv1alpha1.DriverSpec, original []byte
 	t.Helper()
 	var orig map[string]any
 	if len(bytes.TrimSpace(original)) > 0 {
-		v, err := decodeJSON(original)
+		v, err := fieldcheck.DecodeJSON(original)
 		if err != nil {
 			t.Fatalf("accepted a config that is not JSON: %q", original)
 		}

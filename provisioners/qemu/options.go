@@ -1,8 +1,6 @@
 package qemu
 
 import (
-	"runtime/debug"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/exporterset/exporterset/provisioner"
@@ -36,8 +34,8 @@ type Option func(*Provisioner)
 // becomes IfNotPresent.
 func WithDefaultImages(images provisioner.Images) Option {
 	return func(p *Provisioner) {
-		p.defaults.Exporter = withDefault(images.Exporter, p.defaults.Exporter)
-		p.defaults.Runtime = withDefault(images.Runtime, p.defaults.Runtime)
+		p.defaults.Exporter = provisioner.ImageOr(images.Exporter, p.defaults.Exporter)
+		p.defaults.Runtime = provisioner.ImageOr(images.Runtime, p.defaults.Runtime)
 	}
 }
 
@@ -49,34 +47,4 @@ func WithVersion(version string) Option {
 			p.version = version
 		}
 	}
-}
-
-// withDefault returns img, or fallback when img names no image. The pair is replaced whole,
-// never mixed, as the image precedence rule says.
-func withDefault(img, fallback provisioner.Image) provisioner.Image {
-	if img.Image == "" {
-		return fallback
-	}
-	if img.PullPolicy == "" {
-		img.PullPolicy = DefaultPullPolicy
-	}
-	return img
-}
-
-// buildVersion is the version of this module in the running binary.
-func buildVersion() string {
-	const module = "github.com/exporterset/exporterset"
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(devel)"
-	}
-	if info.Main.Path == module && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	for _, dep := range info.Deps {
-		if dep.Path == module && dep.Version != "" {
-			return dep.Version
-		}
-	}
-	return "(devel)"
 }

@@ -13,6 +13,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 
 	"github.com/exporterset/exporterset/merge"
 )
@@ -116,9 +117,9 @@ func decodeConfig(path *field.Path, d vtv1alpha1.DriverSpec) (map[string]any, *f
 	if d.Config == nil || len(d.Config.Raw) == 0 {
 		return cfg, nil
 	}
-	v, err := decodeJSON(d.Config.Raw)
+	v, err := fieldcheck.DecodeJSON(d.Config.Raw)
 	if err != nil {
-		return nil, field.Invalid(path, abbreviate(d.Config.Raw), "is not valid JSON: "+err.Error())
+		return nil, field.Invalid(path, fieldcheck.Abbreviate(d.Config.Raw), "is not valid JSON: "+err.Error())
 	}
 	if v == nil {
 		return cfg, nil

@@ -137,8 +137,8 @@ func (p *Provisioner) renderPod(req *provisioner.Request, pl *plan) *corev1.Pod 
 // them (or with an empty role) still gets runnable images.
 func (p *Provisioner) images(in provisioner.Images) provisioner.Images {
 	return provisioner.Images{
-		Exporter: withDefault(in.Exporter, p.defaults.Exporter),
-		Runtime:  withDefault(in.Runtime, p.defaults.Runtime),
+		Exporter: provisioner.ImageOr(in.Exporter, p.defaults.Exporter),
+		Runtime:  provisioner.ImageOr(in.Runtime, p.defaults.Runtime),
 	}
 }
 

@@ -34,7 +34,7 @@ var (
 
 // New returns a Provisioner with the built-in default images, changed by opts.
 func New(opts ...Option) *Provisioner {
-	p := &Provisioner{defaults: DefaultImages(), version: buildVersion()}
+	p := &Provisioner{defaults: DefaultImages(), version: provisioner.ModuleVersion()}
 	for _, opt := range opts {
 		opt(p)
 	}

@@ -82,15 +82,3 @@ func TestVolumeBytes(t *testing.T) {
 		}
 	}
 }
-
-func TestSuggest(t *testing.T) {
-	candidates := []string{"arch", "firmware", "machineType", "resources", "storage"}
-	for in, want := range map[string]string{
-		"resourses": "resources", "arhc": "arch", "MACHINETYPE": "machineType", "firmwre": "firmware",
-		"stroage": "storage", "ach": "arch", "xyz": "", "resourcesXYZ": "", "": "",
-	} {
-		if got := suggest(in, candidates); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

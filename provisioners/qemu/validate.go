@@ -1,14 +1,9 @@
 package qemu
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -16,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/exporterset/exporterset/merge"
+	"github.com/exporterset/exporterset/provisioner/fieldcheck"
 )
 
 // parametersPath roots every parameter error, as the Provisioner contract asks.
@@ -34,18 +29,18 @@ var (
 // input. An explicit null counts as unset (a class may carry one; a set's null has already
 // deleted the key in the merge).
 func parseParameters(raw []byte) (*parameters, field.ErrorList) {
-	top, ferr := decodeTop(raw)
+	top, ferr := fieldcheck.DecodeObject(parametersPath, raw)
 	if ferr != nil {
 		return nil, field.ErrorList{ferr}
 	}
 	var errs field.ErrorList
 	p := &parameters{}
-	errs = append(errs, unknownKeys(parametersPath, "", top, topKeys)...)
+	errs = append(errs, fieldcheck.UnknownKeys(parametersPath, "", top, topKeys, keyHints[""])...)
 
 	// arch first: machineType, firmware and the CPU bound depend on it.
 	spec, archOK := arches[defaultArch], true
 	p.arch = defaultArch
-	if v, ok := present(top, "arch"); ok {
+	if v, ok := fieldcheck.Present(top, "arch"); ok {
 		s, ferr := enum(parametersPath.Child("arch"), v, archNames, "")
 		switch {
 		case ferr != nil:
@@ -56,25 +51,25 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 	}
 
 	p.machineType = spec.machineType
-	if v, ok := present(top, "machineType"); ok {
+	if v, ok := fieldcheck.Present(top, "machineType"); ok {
 		path := parametersPath.Child("machineType")
 		if !archOK {
-			_, ferr = stringValue(path, v)
+			_, ferr = fieldcheck.String(path, v)
 		} else {
 			p.machineType, ferr = enum(path, v, []string{spec.machineType}, forArch(p.arch))
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	p.firmware = defaultFirmware
-	if v, ok := present(top, "firmware"); ok {
+	if v, ok := fieldcheck.Present(top, "firmware"); ok {
 		path := parametersPath.Child("firmware")
 		allowed, suffix := []string{FirmwareBIOS, FirmwareUEFI}, ""
 		if archOK && len(spec.firmware) < len(allowed) {
 			allowed, suffix = spec.firmware, forArch(p.arch)
 		}
 		p.firmware, ferr = enum(path, v, allowed, suffix)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	maxCPUs, cpuSuffix := spec.maxCPUs, " "+forArch(p.arch)
@@ -82,28 +77,28 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 		maxCPUs, cpuSuffix = arches[ArchX86_64].maxCPUs, ""
 	}
 	resourcesPath := parametersPath.Child("resources")
-	resources, ferr := object(resourcesPath, top["resources"])
-	errs = appendErr(errs, ferr)
-	errs = append(errs, unknownKeys(resourcesPath, "resources", resources, resourcesKeys)...)
+	resources, ferr := fieldcheck.Object(resourcesPath, top["resources"])
+	errs = fieldcheck.AppendErr(errs, ferr)
+	errs = append(errs, fieldcheck.UnknownKeys(resourcesPath, "resources", resources, resourcesKeys, keyHints["resources"])...)
 
 	p.cpus, _ = parseCPUs(nil, defaultCPU, maxCPUs, "")
-	if v, ok := present(resources, "cpu"); ok {
+	if v, ok := fieldcheck.Present(resources, "cpu"); ok {
 		p.cpus, ferr = parseCPUs(resourcesPath.Child("cpu"), v, maxCPUs, cpuSuffix)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	p.memory, _ = parseBytes(nil, defaultMemory)
-	if v, ok := present(resources, "memory"); ok {
+	if v, ok := fieldcheck.Present(resources, "memory"); ok {
 		path := resourcesPath.Child("memory")
 		p.memory, ferr = parseBytes(path, v)
 		if ferr == nil && p.memory%mebi != 0 {
 			ferr = field.Invalid(path, v, `must be a whole number of MiB (binary suffixes: "2Gi", not "2G")`)
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	p.storage, _ = parseBytes(nil, defaultStorage)
-	if v, ok := present(resources, "storage"); ok {
+	if v, ok := fieldcheck.Present(resources, "storage"); ok {
 		path := resourcesPath.Child("storage")
 		p.storage, ferr = parseBytes(path, v)
 		switch {
@@ -113,28 +108,28 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 		case p.storage%sectorSize != 0:
 			ferr = field.Invalid(path, v, "must be a multiple of 512 bytes (a disk sector)")
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 		p.storageSet = true
 	}
 
 	storagePath := parametersPath.Child("storage")
-	storage, ferr := object(storagePath, top["storage"])
-	errs = appendErr(errs, ferr)
-	errs = append(errs, unknownKeys(storagePath, "storage", storage, storageKeys)...)
+	storage, ferr := fieldcheck.Object(storagePath, top["storage"])
+	errs = fieldcheck.AppendErr(errs, ferr)
+	errs = append(errs, fieldcheck.UnknownKeys(storagePath, "storage", storage, storageKeys, keyHints["storage"])...)
 
-	if v, ok := present(storage, "storageClassName"); ok {
+	if v, ok := fieldcheck.Present(storage, "storageClassName"); ok {
 		path := storagePath.Child("storageClassName")
-		p.storageClassName, ferr = stringValue(path, v)
+		p.storageClassName, ferr = fieldcheck.String(path, v)
 		if ferr == nil && p.storageClassName != "" {
 			if msgs := validation.IsDNS1123Subdomain(p.storageClassName); len(msgs) > 0 {
 				ferr = field.Invalid(path, v, strings.Join(msgs, "; "))
 			}
 		}
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	p.accessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
-	if v, ok := present(storage, "accessModes"); ok {
+	if v, ok := fieldcheck.Present(storage, "accessModes"); ok {
 		path := storagePath.Child("accessModes")
 		if p.storageClassName == "" {
 			errs = append(errs, field.Forbidden(path, "applies only with storage.storageClassName: without one the guest disk is an emptyDir"))
@@ -146,9 +141,9 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 	}
 
 	p.fsOverheadPercent, _ = percent(nil, defaultFSOverhead)
-	if v, ok := present(storage, "fsOverhead"); ok {
+	if v, ok := fieldcheck.Present(storage, "fsOverhead"); ok {
 		p.fsOverheadPercent, ferr = percent(storagePath.Child("fsOverhead"), v)
-		errs = appendErr(errs, ferr)
+		errs = fieldcheck.AppendErr(errs, ferr)
 	}
 
 	if len(errs) > 0 {
@@ -157,99 +152,10 @@ func parseParameters(raw []byte) (*parameters, field.ErrorList) {
 	return p, nil
 }
 
-// decodeTop decodes the parameters document, keeping numbers exact.
-func decodeTop(raw []byte) (map[string]any, *field.Error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return map[string]any{}, nil
-	}
-	v, err := decodeJSON(raw)
-	if err != nil {
-		return nil, field.Invalid(parametersPath, abbreviate(raw), "is not valid JSON: "+err.Error())
-	}
-	if v == nil {
-		return map[string]any{}, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, field.TypeInvalid(parametersPath, merge.KindOf(v), "must be a JSON object")
-	}
-	return m, nil
-}
-
-// decodeJSON decodes one JSON document with exact numbers and nothing after it.
-func decodeJSON(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("unexpected data after the JSON value")
-	}
-	return v, nil
-}
-
-// present returns m[key] unless it is absent or null.
-func present(m map[string]any, key string) (any, bool) {
-	v, ok := m[key]
-	return v, ok && v != nil
-}
-
-// object reads an optional nested parameter object; absent or null is empty.
-func object(path *field.Path, v any) (map[string]any, *field.Error) {
-	if v == nil {
-		return nil, nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, field.TypeInvalid(path, v, "must be an object")
-	}
-	return m, nil
-}
-
-// unknownKeys reports, in sorted order, the keys of m that are not known, each with a
-// suggestion when one is close, else the supported keys.
-func unknownKeys(path *field.Path, object string, m map[string]any, known []string) field.ErrorList {
-	var unknown []string
-	for k := range m {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	sort.Strings(unknown)
-	var errs field.ErrorList
-	for _, k := range unknown {
-		detail := "unknown parameter; supported: " + quoteAll(known)
-		prefix := ""
-		if object != "" {
-			prefix = object + "."
-		}
-		if hint, ok := keyHints[object][k]; ok {
-			detail = fmt.Sprintf("unknown parameter (did you mean %q?)", hint)
-		} else if s := suggest(k, known); s != "" {
-			detail = fmt.Sprintf("unknown parameter (did you mean %q?)", prefix+s)
-		}
-		errs = append(errs, &field.Error{
-			Type: field.ErrorTypeNotSupported, Field: path.Child(k).String(), BadValue: k, Detail: detail,
-		})
-	}
-	return errs
-}
-
-// stringValue reads a string parameter.
-func stringValue(path *field.Path, v any) (string, *field.Error) {
-	s, ok := v.(string)
-	if !ok {
-		return "", field.TypeInvalid(path, v, "must be a string")
-	}
-	return s, nil
-}
-
 // enum reads a string parameter that must be one of allowed; suffix qualifies the list
 // (e.g. `(for arch "aarch64")`). A near miss gets a did-you-mean.
 func enum(path *field.Path, v any, allowed []string, suffix string) (string, *field.Error) {
-	s, ferr := stringValue(path, v)
+	s, ferr := fieldcheck.String(path, v)
 	if ferr != nil {
 		return "", ferr
 	}
@@ -262,7 +168,7 @@ func enum(path *field.Path, v any, allowed []string, suffix string) (string, *fi
 	}
 	if hint, ok := valueHints[s]; ok && slices.Contains(allowed, hint) {
 		ferr.Detail += fmt.Sprintf(" (did you mean %q?)", hint)
-	} else if hint := suggest(s, allowed); hint != "" {
+	} else if hint := fieldcheck.Suggest(s, allowed); hint != "" {
 		ferr.Detail += fmt.Sprintf(" (did you mean %q?)", hint)
 	}
 	return "", ferr
@@ -326,21 +232,4 @@ func percent(path *field.Path, v any) (int64, *field.Error) {
 		return 0, field.Invalid(path, v, `must be a percentage from "0%" to "100%"`)
 	}
 	return n, nil
-}
-
-// appendErr appends err when it is not nil.
-func appendErr(errs field.ErrorList, err *field.Error) field.ErrorList {
-	if err == nil {
-		return errs
-	}
-	return append(errs, err)
-}
-
-// abbreviate shortens raw input quoted in a message.
-func abbreviate(raw []byte) string {
-	const max = 64
-	if len(raw) <= max {
-		return string(raw)
-	}
-	return string(raw[:max]) + "..."
 }
