@@ -3,15 +3,14 @@ package qemu
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.yaml from the current output")
@@ -55,19 +54,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := goldenHeader + string(out)
 			path := filepath.Join("testdata", c.Name+".golden.yaml")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s differs (-golden +got); run with -update if the change is intended:\n%s", path, diff)
-			}
+			provisionertest.Golden(t, path, got, *update)
 		})
 	}
 }
