@@ -34,9 +34,13 @@ type backoffState struct {
 // active reports whether the set must wait at now.
 func (b backoffState) active(now time.Time) bool { return b.Failures > 0 && now.Before(b.Until) }
 
-// message says why the set waits and until when.
+// message says why the set waits and until when, or, once the delay has passed, that it is
+// trying again with no instance ready since.
 func (b backoffState) message(now time.Time) string {
 	msg := fmt.Sprintf("%d consecutive instance failures; next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
+	if !b.active(now) {
+		msg = fmt.Sprintf("%d consecutive instance failures; trying again since %s, and no instance has become ready since the first", b.Failures, b.Until.UTC().Format(time.RFC3339))
+	}
 	if b.Last != nil {
 		msg += fmt.Sprintf("; last: instance %s: %s: %s", b.LastName, b.Last.Reason, b.Last.Message)
 	}

@@ -45,7 +45,9 @@ func degradedCondition(cond condFunc, now time.Time, res passResult) metav1.Cond
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "starting pods: %v", act.podErr())
 	case fs.Failing > 0:
 		return cond(vtv1alpha1.ConditionDegraded, true, fs.Reason, "%s%s", fs.message(), bo.suffix(now))
-	case bo.active(now):
+	case bo.Failures > 0:
+		// Also once the delay has passed: the replacements being tried now have not shown the
+		// spec works yet, and "no problems" between two crashes would be a lie.
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonBackingOff, "%s", bo.message(now))
 	case res.counts.PodsFailed > 0:
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonPodsFailing, "%d instance pods failed; they are being replaced", res.counts.PodsFailed)

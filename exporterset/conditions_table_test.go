@@ -61,7 +61,10 @@ func TestDegradedCondition(t *testing.T) {
 		{name: "failing instances", instances: failingPool, want: condWant{T, vtv1alpha1.ReasonImagePullFailed, "1 of 1 instances cannot pull an image"}},
 		{name: "backing off, nothing failing now", edit: func(p *condInput) {
 			p.res.health.backoff = backoffState{Failures: 2, Until: p.now.Add(time.Minute)}
-		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, ""}},
+		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "next attempt at"}},
+		{name: "retrying after the backoff, no instance ready since", edit: func(p *condInput) {
+			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
+		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "3 consecutive instance failures; trying again since"}},
 		{name: "failed Pods being replaced", instances: []*Instance{instance("a", pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
 	}
 	for _, tc := range cases {

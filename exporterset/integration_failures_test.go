@@ -203,6 +203,7 @@ func TestCrashLoopBackoffBoundsChurn(t *testing.T) {
 	window := time.Now()
 	seqStart := st.InstanceSequence
 	var sawBackoff bool
+	reasons := map[vtv1alpha1.ConditionReason]int{}
 	for time.Since(window) < time.Minute {
 		st = w.getSet("pool").Status
 		if st.AvailableReplicas != 0 {
@@ -215,11 +216,19 @@ func TestCrashLoopBackoffBoundsChurn(t *testing.T) {
 		if live := st.Replicas - st.ExportersDisabled; live > 3 {
 			t.Fatalf("%d live instances, above the ceiling: %s", live, summary(st))
 		}
-		if _, m := degraded(st); strings.Contains(m, "next attempt at") {
+		r, m := degraded(st)
+		if strings.Contains(m, "next attempt at") {
 			sawBackoff = true
 		}
+		// Between the crash and the back-off the pool is Degraded for one of the two, never
+		// healthy and never for another cause.
+		if r != vtv1alpha1.ReasonTargetCrashing && r != vtv1alpha1.ReasonBackingOff {
+			t.Fatalf("Degraded reason %q while every instance crashes (want TargetCrashing or BackingOff): %s", r, summary(st))
+		}
+		reasons[r]++
 		time.Sleep(250 * time.Millisecond)
 	}
+	t.Logf("Degraded reasons seen over the minute, by poll: %v", reasons)
 	created := st.InstanceSequence - seqStart
 	// 2s, 4s, 8s, 16s, 32s: about five replacement rounds of at most 2 instances each.
 	if created > 12 {

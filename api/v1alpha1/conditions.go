@@ -91,7 +91,9 @@ const (
 	// ReasonFloorNotMet: fewer ready instances than minReplicas serve the pool.
 	ReasonFloorNotMet ConditionReason = "FloorNotMet"
 	// ReasonBackingOff: instances failed one after another; new ones are created only after
-	// an exponentially growing delay (the message says when the next attempt is).
+	// an exponentially growing delay (the message says when the next attempt is). Degraded
+	// keeps this reason after the delay, while the replacements are tried, until an instance
+	// becomes ready or the set or its class changes.
 	ReasonBackingOff ConditionReason = "BackingOff"
 )
 
