@@ -37,12 +37,7 @@ func TestFinalDetectsOrphanedRemoteResources(t *testing.T) {
 	stale := x.Leave(b.ns, set.Name, held.Name, "a-former-uid")
 	x.Leave("another-namespace", set.Name, "elsewhere", "uid")
 
-	problems, err := b.checker.Final(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(problems, "\n")
-	t.Logf("final problems:\n%s", joined)
+	joined := b.final()
 	for _, want := range []string{
 		"orphaned remote resource " + left.Name + " of set ext",
 		"orphaned remote resource " + stale.Name + " of set ext: no Exporter ext-1 with UID a-former-uid",

@@ -109,6 +109,18 @@ func (b *bench) delete(obj client.Object) {
 	}
 }
 
+// final runs the final check once and returns its problems, one per line.
+func (b *bench) final() string {
+	b.t.Helper()
+	problems, err := b.checker.Final(b.ctx)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	joined := strings.Join(problems, "\n")
+	b.t.Logf("final problems:\n%s", joined)
+	return joined
+}
+
 // expect waits for a violation of inv about object.
 func (b *bench) expect(inv, object string) {
 	b.t.Helper()
@@ -223,12 +235,7 @@ func TestFinalDetectsOrphansAndStaleStatus(t *testing.T) {
 	})
 	b.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loose-config", Labels: map[string]string{exporterset.LabelSet: "final"}}})
 
-	problems, err := b.checker.Final(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joined := strings.Join(problems, "\n")
-	t.Logf("final problems:\n%s", joined)
+	joined := b.final()
 	for _, want := range []string{
 		"set final: status differs from a recomputation: replicas=0 (want 2)", // nobody wrote the status
 		"set final: instance final-2 is still being recycled",
