@@ -30,6 +30,14 @@
 // errors, so that the controller sees the same code, fields and text as from a built-in
 // provisioner. The protocol's Go side is internal to this module: a plugin links only Serve.
 //
+// # Warnings
+//
+// A provisioner that implements provisioner.WarningValidator (things a person should look at
+// that do not block the set, such as an unknown third-party driver type) has its warnings
+// carried by the Warnings RPC and shown as DriverWarning events, as a built-in's are. A
+// plugin built before that RPC existed answers Unimplemented, which the host takes as no
+// warnings.
+//
 // # Targets outside the Pod
 //
 // A provisioner whose instances own resources outside their Pod (a VM on a remote cluster)

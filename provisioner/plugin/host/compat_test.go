@@ -76,5 +76,13 @@ func TestPluginBuiltForProtocolV1(t *testing.T) {
 	if _, ok := p.Provisioner().(provisioner.ExternalProvisioner); ok {
 		t.Fatal("the host offers a protocol-1 plugin as an ExternalProvisioner")
 	}
+	// Built before the Warnings RPC: it answers Unimplemented, which is no warnings.
+	req, err := exampleKitConfig().NewRequest(p.Info().Description)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := p.Warnings(t.Context(), req); err != nil || w != nil {
+		t.Fatalf("Warnings of the protocol-1 plugin: %v, %v; want none and no error", w, err)
+	}
 	provisionertest.Run(t, p.Provisioner(), exampleKitConfig())
 }

@@ -57,7 +57,10 @@ type Plugin struct {
 	bg sync.WaitGroup
 }
 
-var _ provisioner.Provisioner = (*Plugin)(nil)
+var (
+	_ provisioner.Provisioner      = (*Plugin)(nil)
+	_ provisioner.WarningValidator = (*Plugin)(nil)
+)
 
 // instance is one plugin process and its connection.
 type instance struct {
@@ -219,6 +222,17 @@ func (p *Plugin) Cleanup(ctx context.Context, req *provisioner.Request) error {
 	return p.call(ctx, "Cleanup", func(ctx context.Context, c *wire.GRPCClient) error {
 		return c.Cleanup(ctx, req)
 	})
+}
+
+// Warnings calls the plugin's Warnings (provisioner.WarningValidator); a plugin without
+// warnings, or built before the RPC existed, has none.
+func (p *Plugin) Warnings(ctx context.Context, req *provisioner.Request) ([]provisioner.Warning, error) {
+	var warnings []provisioner.Warning
+	err := p.call(ctx, "Warnings", func(ctx context.Context, c *wire.GRPCClient) (err error) {
+		warnings, err = c.Warnings(ctx, req)
+		return err
+	})
+	return warnings, err
 }
 
 // call runs one RPC on a running plugin under the call deadline. The provisioner's own errors

@@ -780,6 +780,105 @@ func (*ValidateResponse) Descriptor() ([]byte, []int) {
 	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{9}
 }
 
+// Warning is provisioner.Warning.
+type Warning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path of the value concerned, e.g. "spec.template.spec.drivers[2].type".
+	Field         string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Warning) Reset() {
+	*x = Warning{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Warning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Warning) ProtoMessage() {}
+
+func (x *Warning) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Warning.ProtoReflect.Descriptor instead.
+func (*Warning) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Warning) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *Warning) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// WarningsResponse lists the request's warnings, in a stable order.
+type WarningsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Warnings      []*Warning             `protobuf:"bytes,1,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WarningsResponse) Reset() {
+	*x = WarningsResponse{}
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WarningsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WarningsResponse) ProtoMessage() {}
+
+func (x *WarningsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WarningsResponse.ProtoReflect.Descriptor instead.
+func (*WarningsResponse) Descriptor() ([]byte, []int) {
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WarningsResponse) GetWarnings() []*Warning {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
 // RenderPodResponse carries the rendered Pod.
 type RenderPodResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -791,7 +890,7 @@ type RenderPodResponse struct {
 
 func (x *RenderPodResponse) Reset() {
 	*x = RenderPodResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +902,7 @@ func (x *RenderPodResponse) String() string {
 func (*RenderPodResponse) ProtoMessage() {}
 
 func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[10]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +915,7 @@ func (x *RenderPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderPodResponse.ProtoReflect.Descriptor instead.
 func (*RenderPodResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{10}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenderPodResponse) GetPod() []byte {
@@ -837,7 +936,7 @@ type EnrichDriversResponse struct {
 
 func (x *EnrichDriversResponse) Reset() {
 	*x = EnrichDriversResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -849,7 +948,7 @@ func (x *EnrichDriversResponse) String() string {
 func (*EnrichDriversResponse) ProtoMessage() {}
 
 func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[11]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -862,7 +961,7 @@ func (x *EnrichDriversResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnrichDriversResponse.ProtoReflect.Descriptor instead.
 func (*EnrichDriversResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{11}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EnrichDriversResponse) GetDrivers() []byte {
@@ -881,7 +980,7 @@ type CleanupResponse struct {
 
 func (x *CleanupResponse) Reset() {
 	*x = CleanupResponse{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +992,7 @@ func (x *CleanupResponse) String() string {
 func (*CleanupResponse) ProtoMessage() {}
 
 func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[12]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1005,7 @@ func (x *CleanupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupResponse.ProtoReflect.Descriptor instead.
 func (*CleanupResponse) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{12}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{14}
 }
 
 // Error is a provisioner failure, sent as the detail of the RPC's gRPC status.
@@ -923,7 +1022,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1034,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[13]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1047,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{13}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Error) GetCode() Code {
@@ -992,7 +1091,7 @@ type FieldError struct {
 
 func (x *FieldError) Reset() {
 	*x = FieldError{}
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1103,7 @@ func (x *FieldError) String() string {
 func (*FieldError) ProtoMessage() {}
 
 func (x *FieldError) ProtoReflect() protoreflect.Message {
-	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[14]
+	mi := &file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1116,7 @@ func (x *FieldError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldError.ProtoReflect.Descriptor instead.
 func (*FieldError) Descriptor() ([]byte, []int) {
-	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{14}
+	return file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FieldError) GetType() string {
@@ -1123,7 +1222,12 @@ const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"\x10CredentialsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x12\n" +
-	"\x10ValidateResponse\"%\n" +
+	"\x10ValidateResponse\"9\n" +
+	"\aWarning\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"S\n" +
+	"\x10WarningsResponse\x12?\n" +
+	"\bwarnings\x18\x01 \x03(\v2#.exporterset.provisioner.v1.WarningR\bwarnings\"%\n" +
 	"\x11RenderPodResponse\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\"1\n" +
 	"\x15EnrichDriversResponse\x12\x18\n" +
@@ -1157,13 +1261,14 @@ const file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc = "" +
 	"\x16BAD_VALUE_KIND_FLOAT32\x10\x06\x12\x17\n" +
 	"\x13BAD_VALUE_KIND_BOOL\x10\a\x12\x17\n" +
 	"\x13BAD_VALUE_KIND_JSON\x10\b\x12\x17\n" +
-	"\x13BAD_VALUE_KIND_TEXT\x10\t2\xfa\x03\n" +
+	"\x13BAD_VALUE_KIND_TEXT\x10\t2\xd9\x04\n" +
 	"\vProvisioner\x12e\n" +
 	"\bDescribe\x12+.exporterset.provisioner.v1.DescribeRequest\x1a,.exporterset.provisioner.v1.DescribeResponse\x12]\n" +
 	"\bValidate\x12#.exporterset.provisioner.v1.Request\x1a,.exporterset.provisioner.v1.ValidateResponse\x12_\n" +
 	"\tRenderPod\x12#.exporterset.provisioner.v1.Request\x1a-.exporterset.provisioner.v1.RenderPodResponse\x12g\n" +
 	"\rEnrichDrivers\x12#.exporterset.provisioner.v1.Request\x1a1.exporterset.provisioner.v1.EnrichDriversResponse\x12[\n" +
-	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponse2\xde\x02\n" +
+	"\aCleanup\x12#.exporterset.provisioner.v1.Request\x1a+.exporterset.provisioner.v1.CleanupResponse\x12]\n" +
+	"\bWarnings\x12#.exporterset.provisioner.v1.Request\x1a,.exporterset.provisioner.v1.WarningsResponse2\xde\x02\n" +
 	"\x13ExternalProvisioner\x12i\n" +
 	"\x0eCreateExternal\x12#.exporterset.provisioner.v1.Request\x1a2.exporterset.provisioner.v1.CreateExternalResponse\x12k\n" +
 	"\x0fObserveExternal\x12#.exporterset.provisioner.v1.Request\x1a3.exporterset.provisioner.v1.ObserveExternalResponse\x12o\n" +
@@ -1182,7 +1287,7 @@ func file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDescGZIP() [
 }
 
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_provisioner_plugin_internal_pluginpb_provisioner_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes = []any{
 	(Code)(0),                         // 0: exporterset.provisioner.v1.Code
 	(BadValueKind)(0),                 // 1: exporterset.provisioner.v1.BadValueKind
@@ -1196,48 +1301,53 @@ var file_provisioner_plugin_internal_pluginpb_provisioner_proto_goTypes = []any{
 	(*Images)(nil),                    // 9: exporterset.provisioner.v1.Images
 	(*Request)(nil),                   // 10: exporterset.provisioner.v1.Request
 	(*ValidateResponse)(nil),          // 11: exporterset.provisioner.v1.ValidateResponse
-	(*RenderPodResponse)(nil),         // 12: exporterset.provisioner.v1.RenderPodResponse
-	(*EnrichDriversResponse)(nil),     // 13: exporterset.provisioner.v1.EnrichDriversResponse
-	(*CleanupResponse)(nil),           // 14: exporterset.provisioner.v1.CleanupResponse
-	(*Error)(nil),                     // 15: exporterset.provisioner.v1.Error
-	(*FieldError)(nil),                // 16: exporterset.provisioner.v1.FieldError
-	nil,                               // 17: exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
-	nil,                               // 18: exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
-	nil,                               // 19: exporterset.provisioner.v1.Request.CredentialsEntry
+	(*Warning)(nil),                   // 12: exporterset.provisioner.v1.Warning
+	(*WarningsResponse)(nil),          // 13: exporterset.provisioner.v1.WarningsResponse
+	(*RenderPodResponse)(nil),         // 14: exporterset.provisioner.v1.RenderPodResponse
+	(*EnrichDriversResponse)(nil),     // 15: exporterset.provisioner.v1.EnrichDriversResponse
+	(*CleanupResponse)(nil),           // 16: exporterset.provisioner.v1.CleanupResponse
+	(*Error)(nil),                     // 17: exporterset.provisioner.v1.Error
+	(*FieldError)(nil),                // 18: exporterset.provisioner.v1.FieldError
+	nil,                               // 19: exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
+	nil,                               // 20: exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
+	nil,                               // 21: exporterset.provisioner.v1.Request.CredentialsEntry
 }
 var file_provisioner_plugin_internal_pluginpb_provisioner_proto_depIdxs = []int32{
-	17, // 0: exporterset.provisioner.v1.CreateExternalResponse.annotations:type_name -> exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
-	18, // 1: exporterset.provisioner.v1.ExternalResource.annotations:type_name -> exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
+	19, // 0: exporterset.provisioner.v1.CreateExternalResponse.annotations:type_name -> exporterset.provisioner.v1.CreateExternalResponse.AnnotationsEntry
+	20, // 1: exporterset.provisioner.v1.ExternalResource.annotations:type_name -> exporterset.provisioner.v1.ExternalResource.AnnotationsEntry
 	4,  // 2: exporterset.provisioner.v1.InventoryExternalResponse.resources:type_name -> exporterset.provisioner.v1.ExternalResource
 	9,  // 3: exporterset.provisioner.v1.DescribeResponse.default_images:type_name -> exporterset.provisioner.v1.Images
 	8,  // 4: exporterset.provisioner.v1.Images.exporter:type_name -> exporterset.provisioner.v1.Image
 	8,  // 5: exporterset.provisioner.v1.Images.runtime:type_name -> exporterset.provisioner.v1.Image
 	9,  // 6: exporterset.provisioner.v1.Request.images:type_name -> exporterset.provisioner.v1.Images
-	19, // 7: exporterset.provisioner.v1.Request.credentials:type_name -> exporterset.provisioner.v1.Request.CredentialsEntry
-	0,  // 8: exporterset.provisioner.v1.Error.code:type_name -> exporterset.provisioner.v1.Code
-	16, // 9: exporterset.provisioner.v1.Error.fields:type_name -> exporterset.provisioner.v1.FieldError
-	1,  // 10: exporterset.provisioner.v1.FieldError.bad_value_kind:type_name -> exporterset.provisioner.v1.BadValueKind
-	6,  // 11: exporterset.provisioner.v1.Provisioner.Describe:input_type -> exporterset.provisioner.v1.DescribeRequest
-	10, // 12: exporterset.provisioner.v1.Provisioner.Validate:input_type -> exporterset.provisioner.v1.Request
-	10, // 13: exporterset.provisioner.v1.Provisioner.RenderPod:input_type -> exporterset.provisioner.v1.Request
-	10, // 14: exporterset.provisioner.v1.Provisioner.EnrichDrivers:input_type -> exporterset.provisioner.v1.Request
-	10, // 15: exporterset.provisioner.v1.Provisioner.Cleanup:input_type -> exporterset.provisioner.v1.Request
-	10, // 16: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:input_type -> exporterset.provisioner.v1.Request
-	10, // 17: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:input_type -> exporterset.provisioner.v1.Request
-	10, // 18: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:input_type -> exporterset.provisioner.v1.Request
-	7,  // 19: exporterset.provisioner.v1.Provisioner.Describe:output_type -> exporterset.provisioner.v1.DescribeResponse
-	11, // 20: exporterset.provisioner.v1.Provisioner.Validate:output_type -> exporterset.provisioner.v1.ValidateResponse
-	12, // 21: exporterset.provisioner.v1.Provisioner.RenderPod:output_type -> exporterset.provisioner.v1.RenderPodResponse
-	13, // 22: exporterset.provisioner.v1.Provisioner.EnrichDrivers:output_type -> exporterset.provisioner.v1.EnrichDriversResponse
-	14, // 23: exporterset.provisioner.v1.Provisioner.Cleanup:output_type -> exporterset.provisioner.v1.CleanupResponse
-	2,  // 24: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:output_type -> exporterset.provisioner.v1.CreateExternalResponse
-	3,  // 25: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:output_type -> exporterset.provisioner.v1.ObserveExternalResponse
-	5,  // 26: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:output_type -> exporterset.provisioner.v1.InventoryExternalResponse
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	21, // 7: exporterset.provisioner.v1.Request.credentials:type_name -> exporterset.provisioner.v1.Request.CredentialsEntry
+	12, // 8: exporterset.provisioner.v1.WarningsResponse.warnings:type_name -> exporterset.provisioner.v1.Warning
+	0,  // 9: exporterset.provisioner.v1.Error.code:type_name -> exporterset.provisioner.v1.Code
+	18, // 10: exporterset.provisioner.v1.Error.fields:type_name -> exporterset.provisioner.v1.FieldError
+	1,  // 11: exporterset.provisioner.v1.FieldError.bad_value_kind:type_name -> exporterset.provisioner.v1.BadValueKind
+	6,  // 12: exporterset.provisioner.v1.Provisioner.Describe:input_type -> exporterset.provisioner.v1.DescribeRequest
+	10, // 13: exporterset.provisioner.v1.Provisioner.Validate:input_type -> exporterset.provisioner.v1.Request
+	10, // 14: exporterset.provisioner.v1.Provisioner.RenderPod:input_type -> exporterset.provisioner.v1.Request
+	10, // 15: exporterset.provisioner.v1.Provisioner.EnrichDrivers:input_type -> exporterset.provisioner.v1.Request
+	10, // 16: exporterset.provisioner.v1.Provisioner.Cleanup:input_type -> exporterset.provisioner.v1.Request
+	10, // 17: exporterset.provisioner.v1.Provisioner.Warnings:input_type -> exporterset.provisioner.v1.Request
+	10, // 18: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:input_type -> exporterset.provisioner.v1.Request
+	10, // 19: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:input_type -> exporterset.provisioner.v1.Request
+	10, // 20: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:input_type -> exporterset.provisioner.v1.Request
+	7,  // 21: exporterset.provisioner.v1.Provisioner.Describe:output_type -> exporterset.provisioner.v1.DescribeResponse
+	11, // 22: exporterset.provisioner.v1.Provisioner.Validate:output_type -> exporterset.provisioner.v1.ValidateResponse
+	14, // 23: exporterset.provisioner.v1.Provisioner.RenderPod:output_type -> exporterset.provisioner.v1.RenderPodResponse
+	15, // 24: exporterset.provisioner.v1.Provisioner.EnrichDrivers:output_type -> exporterset.provisioner.v1.EnrichDriversResponse
+	16, // 25: exporterset.provisioner.v1.Provisioner.Cleanup:output_type -> exporterset.provisioner.v1.CleanupResponse
+	13, // 26: exporterset.provisioner.v1.Provisioner.Warnings:output_type -> exporterset.provisioner.v1.WarningsResponse
+	2,  // 27: exporterset.provisioner.v1.ExternalProvisioner.CreateExternal:output_type -> exporterset.provisioner.v1.CreateExternalResponse
+	3,  // 28: exporterset.provisioner.v1.ExternalProvisioner.ObserveExternal:output_type -> exporterset.provisioner.v1.ObserveExternalResponse
+	5,  // 29: exporterset.provisioner.v1.ExternalProvisioner.InventoryExternal:output_type -> exporterset.provisioner.v1.InventoryExternalResponse
+	21, // [21:30] is the sub-list for method output_type
+	12, // [12:21] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() }
@@ -1251,7 +1361,7 @@ func file_provisioner_plugin_internal_pluginpb_provisioner_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc), len(file_provisioner_plugin_internal_pluginpb_provisioner_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

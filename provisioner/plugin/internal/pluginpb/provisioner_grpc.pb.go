@@ -45,6 +45,7 @@ const (
 	Provisioner_RenderPod_FullMethodName     = "/exporterset.provisioner.v1.Provisioner/RenderPod"
 	Provisioner_EnrichDrivers_FullMethodName = "/exporterset.provisioner.v1.Provisioner/EnrichDrivers"
 	Provisioner_Cleanup_FullMethodName       = "/exporterset.provisioner.v1.Provisioner/Cleanup"
+	Provisioner_Warnings_FullMethodName      = "/exporterset.provisioner.v1.Provisioner/Warnings"
 )
 
 // ProvisionerClient is the client API for Provisioner service.
@@ -64,6 +65,11 @@ type ProvisionerClient interface {
 	EnrichDrivers(ctx context.Context, in *Request, opts ...grpc.CallOption) (*EnrichDriversResponse, error)
 	// Cleanup releases external resources of a retired instance; it must be idempotent.
 	Cleanup(ctx context.Context, in *Request, opts ...grpc.CallOption) (*CleanupResponse, error)
+	// Warnings returns what in the request a person should look at without it blocking the set
+	// (provisioner.WarningValidator): an unknown third-party driver type, say. Added after the
+	// first release of protocol version 1: a plugin built before answers Unimplemented, which
+	// the host takes as no warnings; a provisioner without warnings answers an empty list.
+	Warnings(ctx context.Context, in *Request, opts ...grpc.CallOption) (*WarningsResponse, error)
 }
 
 type provisionerClient struct {
@@ -124,6 +130,16 @@ func (c *provisionerClient) Cleanup(ctx context.Context, in *Request, opts ...gr
 	return out, nil
 }
 
+func (c *provisionerClient) Warnings(ctx context.Context, in *Request, opts ...grpc.CallOption) (*WarningsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WarningsResponse)
+	err := c.cc.Invoke(ctx, Provisioner_Warnings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProvisionerServer is the server API for Provisioner service.
 // All implementations must embed UnimplementedProvisionerServer
 // for forward compatibility.
@@ -141,6 +157,11 @@ type ProvisionerServer interface {
 	EnrichDrivers(context.Context, *Request) (*EnrichDriversResponse, error)
 	// Cleanup releases external resources of a retired instance; it must be idempotent.
 	Cleanup(context.Context, *Request) (*CleanupResponse, error)
+	// Warnings returns what in the request a person should look at without it blocking the set
+	// (provisioner.WarningValidator): an unknown third-party driver type, say. Added after the
+	// first release of protocol version 1: a plugin built before answers Unimplemented, which
+	// the host takes as no warnings; a provisioner without warnings answers an empty list.
+	Warnings(context.Context, *Request) (*WarningsResponse, error)
 	mustEmbedUnimplementedProvisionerServer()
 }
 
@@ -165,6 +186,9 @@ func (UnimplementedProvisionerServer) EnrichDrivers(context.Context, *Request) (
 }
 func (UnimplementedProvisionerServer) Cleanup(context.Context, *Request) (*CleanupResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cleanup not implemented")
+}
+func (UnimplementedProvisionerServer) Warnings(context.Context, *Request) (*WarningsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Warnings not implemented")
 }
 func (UnimplementedProvisionerServer) mustEmbedUnimplementedProvisionerServer() {}
 func (UnimplementedProvisionerServer) testEmbeddedByValue()                     {}
@@ -277,6 +301,24 @@ func _Provisioner_Cleanup_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provisioner_Warnings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProvisionerServer).Warnings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provisioner_Warnings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProvisionerServer).Warnings(ctx, req.(*Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provisioner_ServiceDesc is the grpc.ServiceDesc for Provisioner service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -303,6 +345,10 @@ var Provisioner_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cleanup",
 			Handler:    _Provisioner_Cleanup_Handler,
+		},
+		{
+			MethodName: "Warnings",
+			Handler:    _Provisioner_Warnings_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -51,6 +51,7 @@ type params struct {
 	Log    string `json:"log"`
 	Stderr string `json:"stderr"`
 	Fail   string `json:"fail"`
+	Warn   string `json:"warn"`
 }
 
 // Describe returns the names and a default exporter image.
@@ -70,6 +71,16 @@ func (p Provisioner) Describe(context.Context) (provisioner.Description, error) 
 		Version:       "1.2.3",
 		DefaultImages: provisioner.Images{Exporter: provisioner.Image{Image: "quay.io/jumpstarter-dev/jumpstarter:latest", PullPolicy: corev1.PullIfNotPresent}},
 	}, nil
+}
+
+// Warnings returns one warning at parameters.warn when that parameter is set: what a
+// provisioner.WarningValidator gives across the plugin protocol.
+func (Provisioner) Warnings(_ context.Context, req *provisioner.Request) ([]provisioner.Warning, error) {
+	prm, _ := parse(req)
+	if prm.Warn == "" {
+		return nil, nil
+	}
+	return []provisioner.Warning{{Field: "parameters.warn", Message: prm.Warn}}, nil
 }
 
 func parse(req *provisioner.Request) (params, field.ErrorList) {
