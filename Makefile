@@ -47,6 +47,10 @@ test: ## Build the control-plane binaries when missing, then run unit and integr
 	@$(call assets,$(TEST_BINS)); echo "KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./..."; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: e2e
+e2e: ## The real-node tier (root): containerd, runc and CNI from Debian, a real kubelet, scheduler and controller-manager, the controller deployed from config/default.
+	hack/e2e/run.sh
+
 .PHONY: run
 run: ## Run locally: embedded kube-apiserver + etcd, simulated Jumpstarter, the samples and a live view.
 	go run ./cmd/exporterset-dev $(ARGS)
