@@ -187,4 +187,3 @@ func waitControllerRunning(t *testing.T) {
 		return false, describePods(pods.Items)
 	})
 }
-
