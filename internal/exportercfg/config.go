@@ -108,3 +108,17 @@ func (c *Config) DriverNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Load parses data and checks it: what an exporter does with its config file before it
+// does anything else. The real-node tier's stand-in exporter and jumpsim's simulated one
+// both exit with this error, so they fail alike.
+func Load(data []byte) (*Config, error) {
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

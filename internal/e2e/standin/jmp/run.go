@@ -40,10 +40,7 @@ func run(args []string) int {
 	if err != nil {
 		return fail("exporter config %s: %v", *path, err)
 	}
-	cfg, err := exportercfg.Parse(data)
-	if err == nil {
-		err = cfg.Check()
-	}
+	cfg, err := exportercfg.Load(data)
 	if err != nil {
 		return fail("exporter config %s: %v", *path, err)
 	}
