@@ -135,6 +135,9 @@ func (m *metrics) forget(ns, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.backingOff} {
 		g.DeleteLabelValues(ns, name)
 	}
+	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
+		c.DeleteLabelValues(ns, name)
+	}
 	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -122,9 +122,23 @@ func (m *metrics) observeSLO(ns, name string, in sloInput) {
 	if mem == nil {
 		mem, first = newSLOMemory(), true
 		m.sloSets[key] = mem
+		m.initSeries(ns, name)
 	}
 	m.observeAssignments(ns, name, mem, in)
 	m.observeAvailability(ns, name, mem, first, in)
+}
+
+// initSeries creates a set's counters and histograms at zero, so that they are exported
+// (and rate() works) before the first event. Failure reasons appear when they happen.
+func (m *metrics) initSeries(ns, name string) {
+	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
+		c.WithLabelValues(ns, name)
+	}
+	m.slo.assignments.WithLabelValues(ns, name, startWarm)
+	m.slo.assignments.WithLabelValues(ns, name, startCold)
+	for _, h := range []*prometheus.HistogramVec{m.slo.leaseWait, m.slo.bookedDelay, m.slo.timeAvailable} {
+		h.WithLabelValues(ns, name)
+	}
 }
 
 // observeAssignments counts the Leases first seen assigned this pass. A Lease is measured
