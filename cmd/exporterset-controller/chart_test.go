@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/exporterset/exporterset/internal/testenv"
+)
+
+// helmBinary is Helm as hack/tools/build.sh built it. Without it the chart tests skip,
+// unless EXPORTERSET_REQUIRE_TOOLS is set (`make chart-check` and CI set it after building).
+func helmBinary(t *testing.T) (helm, root string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(root, "hack", "tools", "build.sh"), "--check", "helm").Output()
+	if err != nil {
+		if os.Getenv("EXPORTERSET_REQUIRE_TOOLS") != "" {
+			t.Fatalf("helm is not built (hack/tools/build.sh helm): %v", err)
+		}
+		t.Skip("helm is not built: `make tools` builds it (make chart-check runs these tests with it)")
+	}
+	return strings.TrimSpace(string(out)), root
+}
+
+// run runs a command and returns its stdout, failing the test with its stderr.
+func run(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	return out
+}
+
+// objects decodes a multi-document YAML stream.
+func objects(t *testing.T, stream []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func helmTemplate(t *testing.T, helm, root string, set ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "exporterset", filepath.Join(root, "charts", "exporterset"), "--namespace", "exporterset-system", "--include-crds"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return objects(t, run(t, helm, args...))
+}
+
+// TestChartLintsAndRendersValidManifests: helm lint passes, and every object the chart
+// renders (defaults, and with every option on) passes a server-side dry-run, except the
+// prometheus-operator kinds, whose CRDs the test API server does not have (files/alerts.yaml
+// is checked by promtool and TestMonitoringUsesExportedMetrics).
+func TestChartLintsAndRendersValidManifests(t *testing.T) {
+	helm, root := helmBinary(t)
+	run(t, helm, "lint", "--strict", filepath.Join(root, "charts", "exporterset"))
+
+	for _, ns := range []string{"exporterset-system", "chart-a", "chart-b"} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	variants := map[string][]string{
+		"defaults": nil,
+		"everything on": {"alerts.enabled=true", "dashboard.enabled=true", "serviceMonitor.enabled=true",
+			"watchNamespaces={chart-a,chart-b}", "provisioners={qemu.jumpstarter.dev}", "replicas=2",
+			"plugins[0].name=kubevirt", "plugins[0].image=registry.example.com/kubevirt-plugin:v1",
+			"pluginChecksums=0000  exporterset-provisioner-kubevirt", "extraArgs={--zap-log-level=debug}"},
+	}
+	for name, set := range variants {
+		kinds := map[string]int{}
+		for _, u := range helmTemplate(t, helm, root, set...) {
+			kinds[u.GetKind()]++
+			if u.GetAPIVersion() == "monitoring.coreos.com/v1" {
+				continue
+			}
+			if err := env.Client.Patch(ctx, u, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("chart-test")); err != nil {
+				t.Errorf("%s: %s %s/%s rejected: %v", name, u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			}
+		}
+		t.Logf("%s: %v", name, kinds)
+		if name == "everything on" {
+			// Namespaced RBAC: a Role per watched namespace (and the leader-election one), no ClusterRole.
+			if kinds["ClusterRole"] != 0 || kinds["Role"] != 3 || kinds["PrometheusRule"] != 1 || kinds["ServiceMonitor"] != 1 || kinds["ConfigMap"] != 2 {
+				t.Errorf("everything on renders %v: want no ClusterRole, 3 Roles, a PrometheusRule, a ServiceMonitor and 2 ConfigMaps", kinds)
+			}
+		}
+	}
+}
+
+// helmOnlyLabels are the labels Helm's conventions add to top-level objects; kustomize's
+// objects do not carry them.
+var helmOnlyLabels = []string{"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"}
+
+// TestChartMatchesKustomize: with default values the chart renders the same Deployment,
+// Service, ServiceAccount, RBAC and CRDs as config/default, so the two cannot drift.
+func TestChartMatchesKustomize(t *testing.T) {
+	helm, root := helmBinary(t)
+	assets, err := testenv.AssetsDir(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(u *unstructured.Unstructured) string {
+		return u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
+	}
+	index := func(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+		out := map[string]*unstructured.Unstructured{}
+		for _, u := range objs {
+			if u.GetKind() == "Namespace" {
+				continue // Helm installs into a namespace it does not own (--create-namespace)
+			}
+			labels := u.GetLabels()
+			for _, l := range helmOnlyLabels {
+				delete(labels, l)
+			}
+			u.SetLabels(labels)
+			out[key(u)] = u
+		}
+		return out
+	}
+	kust := index(objects(t, run(t, filepath.Join(assets, "kubectl"), "kustomize", filepath.Join(root, "config", "default"))))
+	chart := index(helmTemplate(t, helm, root))
+	for k, want := range kust {
+		got, ok := chart[k]
+		if !ok {
+			t.Errorf("config/default has %s; the chart does not render it", k)
+			continue
+		}
+		if d := cmp.Diff(want.Object, got.Object); d != "" {
+			t.Errorf("%s differs between config/default (-) and the chart (+):\n%s", k, d)
+		}
+	}
+	for k := range chart {
+		if _, ok := kust[k]; !ok {
+			t.Errorf("the chart renders %s with default values; config/default does not", k)
+		}
+	}
+	if len(kust) < 8 {
+		t.Fatalf("config/default rendered only %d objects: %v", len(kust), kust)
+	}
+}
