@@ -145,6 +145,7 @@ var (
 	matcherRE  = regexp.MustCompile(`\{([^}]*)\}`)
 	labelRE    = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)`)
 	rangeRE    = regexp.MustCompile(`\[[^\]]*\]`)
+	offsetRE   = regexp.MustCompile(`\boffset\s+-?[0-9a-z]+`)
 	stringRE   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 	identRE    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?`)
 	numberRE   = regexp.MustCompile(`\b[0-9][0-9.eE+-]*\b`)
@@ -168,6 +169,7 @@ func promqlNames(expr string) (series, labels []string, err error) {
 	}
 	e = matcherRE.ReplaceAllString(e, " ")
 	e = rangeRE.ReplaceAllString(e, " ")
+	e = offsetRE.ReplaceAllString(e, " ")
 	e = stringRE.ReplaceAllString(e, " ")
 	e = numberRE.ReplaceAllString(e, " ")
 	for _, tok := range identRE.FindAllString(e, -1) {
