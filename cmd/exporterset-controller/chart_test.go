@@ -214,3 +214,32 @@ func TestChartMatchesKustomize(t *testing.T) {
 		t.Fatalf("config/default rendered only %d objects: %v", len(kust), kust)
 	}
 }
+
+// TestChartInstalls installs the chart with Helm into the test API server, as an operator
+// would from the repository, and uninstalls it. The CRDs are there already (testenv): Helm
+// leaves existing CRDs alone.
+func TestChartInstalls(t *testing.T) {
+	helm, root := helmBinary(t)
+	ns, err := env.CreateNamespace(ctx, "helm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubeconfig(t)
+	chart := filepath.Join(root, "charts", "exporterset")
+	run(t, helm, "install", "exporterset", chart, "--kubeconfig", kc, "--namespace", ns)
+	defer run(t, helm, "uninstall", "exporterset", "--kubeconfig", kc, "--namespace", ns)
+	status := string(run(t, helm, "status", "exporterset", "--kubeconfig", kc, "--namespace", ns))
+	if !strings.Contains(status, "STATUS: deployed") {
+		t.Errorf("helm status:\n%s", status)
+	}
+	var sa corev1.ServiceAccount
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exporterset-controller"}, &sa); err != nil {
+		t.Errorf("the release's ServiceAccount: %v", err)
+	}
+	var dep unstructured.Unstructured
+	dep.SetAPIVersion("apps/v1")
+	dep.SetKind("Deployment")
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exporterset-controller"}, &dep); err != nil {
+		t.Errorf("the release's Deployment: %v", err)
+	}
+}

@@ -35,6 +35,7 @@ var (
 	sampleRE = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
 	pairRE   = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 	typeRE   = regexp.MustCompile(`^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (\w+)$`)
+	bucketRE = regexp.MustCompile(`(exporterset_[a-z_]+)_bucket\{[^}]*le="([^"]+)"`)
 	docRowRE = regexp.MustCompile("^\\| `(exporterset_[a-z_]+)` \\| (gauge|counter|histogram) \\| ([^|]*) \\|")
 )
 
@@ -268,6 +269,20 @@ func TestMetricsAfterALeaseCycle(t *testing.T) {
 	}
 	if f, _ := value(samples, "exporterset_instance_failures_total", set); f != 1 {
 		t.Errorf("instance failures: %v, want 1 (the first Pod failed)", f)
+	}
+	// A bucket bound the alerts or the dashboard name (le="60") is one the controller exports:
+	// a wrong one would select nothing and an alert would never fire.
+	for _, file := range []string{"../../charts/exporterset/files/alerts.yaml", "../../charts/exporterset/files/dashboard.json"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(b), `\"`, `"`)
+		for _, m := range bucketRE.FindAllStringSubmatch(text, -1) {
+			if _, ok := value(samples, m[1]+"_bucket", map[string]string{"le": m[2]}); !ok {
+				t.Errorf("%s selects %s_bucket{le=%q}: no such bucket in /metrics", file, m[1], m[2])
+			}
+		}
 	}
 	if c, _ := value(samples, "exporterset_status_condition", map[string]string{"namespace": ns, "exporterset": "x86-64-pool", "type": "Available"}); c != 1 {
 		t.Errorf("exporterset_status_condition{type=Available} = %v, want 1", c)
