@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,9 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 // helmBinary is Helm as hack/tools/build.sh built it. Without it the chart tests skip,
@@ -241,5 +244,47 @@ func TestChartInstalls(t *testing.T) {
 	dep.SetKind("Deployment")
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exporterset-controller"}, &dep); err != nil {
 		t.Errorf("the release's Deployment: %v", err)
+	}
+}
+
+// TestChartNamespacedRBACServesAPool installs the chart with watchNamespaces, then runs the
+// binary as the release's ServiceAccount (impersonated) with leader election: the namespaced
+// Roles alone let it serve the sample pool, and it meets no "forbidden".
+func TestChartNamespacedRBACServesAPool(t *testing.T) {
+	helm, root := helmBinary(t)
+	pool := samplesIn(t)
+	release, err := env.CreateNamespace(ctx, "helm-ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubeconfig(t)
+	run(t, helm, "install", "exporterset", filepath.Join(root, "charts", "exporterset"), "--kubeconfig", admin,
+		"--namespace", release, "--set", "watchNamespaces={"+pool+"}")
+	defer run(t, helm, "uninstall", "exporterset", "--kubeconfig", admin, "--namespace", release)
+
+	// The same credentials, impersonating the ServiceAccount the chart binds its Roles to.
+	cfg, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range cfg.AuthInfos {
+		u.Impersonate = "system:serviceaccount:" + release + ":exporterset-controller"
+		u.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + release, "system:authenticated"}
+	}
+	asSA := filepath.Join(t.TempDir(), "kubeconfig-sa")
+	if err := clientcmd.WriteToFile(*cfg, asSA); err != nil {
+		t.Fatal(err)
+	}
+
+	startSim(t, pool)
+	p := start(t, "run", "--kubeconfig", asSA, "--namespace", pool, "--leader-elect", "--leader-election-namespace", release,
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	defer p.Stop(t, 25*time.Second)
+	testproc.WaitFor(t, 60*time.Second, "the sample pool's warm buffer, served under the chart's namespaced RBAC", func() (bool, string) {
+		st := poolStatus(t, pool)
+		return st.AvailableReplicas == 1, fmt.Sprintf("%+v\n%s", st, testproc.Tail(p.Output(), 10))
+	})
+	if out := p.Output(); strings.Contains(strings.ToLower(out), "forbidden") {
+		t.Errorf("the controller met a permission it lacks:\n%s", testproc.Tail(out, 30))
 	}
 }
