@@ -288,3 +288,49 @@ func TestChartNamespacedRBACServesAPool(t *testing.T) {
 		t.Errorf("the controller met a permission it lacks:\n%s", testproc.Tail(out, 30))
 	}
 }
+
+// TestChartDashboardQueriesParse gives every query of the Grafana dashboard to promtool as a
+// recording rule (Grafana's variables replaced by what they expand to), so a query that is
+// not valid PromQL fails here rather than as an empty panel.
+func TestChartDashboardQueriesParse(t *testing.T) {
+	_, root := helmBinary(t)
+	out, err := exec.Command(filepath.Join(root, "hack", "tools", "build.sh"), "--check", "promtool").Output()
+	if err != nil {
+		if os.Getenv("EXPORTERSET_REQUIRE_TOOLS") != "" {
+			t.Fatalf("promtool is not built (hack/tools/build.sh promtool): %v", err)
+		}
+		t.Skip("promtool is not built: `make tools` builds it")
+	}
+	promtool := strings.TrimSpace(string(out))
+	b, err := os.ReadFile(filepath.Join(root, "charts", "exporterset", "files", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	expand := strings.NewReplacer("$__rate_interval", "5m", "$namespace", ".*", "$exporterset", ".*")
+	var rules []map[string]string
+	for i, p := range dash.Panels {
+		for j, q := range p.Targets {
+			rules = append(rules, map[string]string{"record": fmt.Sprintf("dashboard:panel%d:query%d", i, j), "expr": expand.Replace(q.Expr)})
+		}
+	}
+	doc, err := json.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard-queries.json")
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := string(run(t, promtool, "check", "rules", path))
+	if want := fmt.Sprintf("SUCCESS: %d rules found", len(rules)); len(rules) < 5 || !strings.Contains(res, want) {
+		t.Errorf("promtool check rules on %d dashboard queries: %s", len(rules), res)
+	}
+}
