@@ -42,6 +42,7 @@ envtest-bins: ## Build (once, cached) the control-plane binaries the tests use: 
 lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out" >&2; exit 1; }
 	go vet ./...
+	go vet -tags e2e ./internal/e2e/...
 
 .PHONY: test
 test: ## Build the control-plane binaries when missing, then run unit and integration tests.

@@ -31,6 +31,10 @@ type failure struct {
 	// fix repairs it on the live objects.
 	fix  func(t *testing.T, ns string)
 	want vtv1alpha1.ConditionReason
+	// seen, when set, is a container state the real kubelet must show on the way.
+	seen func(cs corev1.ContainerStatus) bool
+	// seenWhat names it.
+	seenWhat string
 }
 
 // Real failures on the real node, each reported with its Degraded reason and the kubelet's
@@ -47,6 +51,10 @@ func TestFailuresOnRealNode(t *testing.T) {
 		},
 		fix:  setRuntimeImage("e2e.local/qemu-runtime:e2e"),
 		want: vtv1alpha1.ReasonImagePullFailed,
+		seen: func(cs corev1.ContainerStatus) bool {
+			return cs.State.Waiting != nil && cs.State.Waiting.Reason == "ImagePullBackOff"
+		},
+		seenWhat: "ImagePullBackOff after ErrImagePull",
 	}, {
 		name: "runtime-exits-1",
 		breakIt: func(t *testing.T, _ *vtv1alpha1.VirtualTargetClass, set *vtv1alpha1.ExporterSet) {
@@ -54,6 +62,10 @@ func TestFailuresOnRealNode(t *testing.T) {
 		},
 		fix:  setRuntimeImage("e2e.local/qemu-runtime:e2e"),
 		want: vtv1alpha1.ReasonTargetCrashing,
+		seen: func(cs corev1.ContainerStatus) bool {
+			return cs.Name == "target-runtime" && cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+		},
+		seenWhat: "the runtime restarted and in CrashLoopBackOff",
 	}, {
 		name: "too-much-cpu",
 		breakIt: func(t *testing.T, cls *vtv1alpha1.VirtualTargetClass, _ *vtv1alpha1.ExporterSet) {
@@ -114,6 +126,21 @@ func runFailure(t *testing.T, f failure) {
 	})
 	if a := condition(getSet(t, ns, set.Name), string(vtv1alpha1.ConditionAvailable)); a.Status == metav1.ConditionTrue {
 		t.Errorf("Available=True (%s) while every instance fails", a.Reason)
+	}
+	if f.seen != nil {
+		waitFor(t, 2*time.Minute, f.seenWhat, func() (bool, string) {
+			pods := podsOf(t, ns)
+			for _, p := range pods {
+				for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+					if f.seen(cs) {
+						t.Logf("FIDELITY %s: %s %s: %s", f.name, p.Name, cs.Name, stateText(cs.State))
+						return true, ""
+					}
+				}
+			}
+			return false, describePods(pods)
+		})
+		degraded = condition(getSet(t, ns, set.Name), string(vtv1alpha1.ConditionDegraded))
 	}
 	t.Logf("FIDELITY %s: Degraded %s: %s", f.name, degraded.Reason, degraded.Message)
 	t.Logf("FIDELITY %s: pods:%s", f.name, describePods(podsOf(t, ns)))
