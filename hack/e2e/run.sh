@@ -25,6 +25,10 @@ fi
 
 assets=$(ENVTEST_BINS_ONLY="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet" hack/envtest-bins/build.sh)
 
+log "the image builder's and device plugin's own tests (hack/e2e)"
+go -C hack/e2e vet ./...
+go -C hack/e2e test -count=1 ./...
+
 log "stand-in images and the KVM device plugin"
 rm -rf "$work/images"
 mkdir -p "$work/images"
