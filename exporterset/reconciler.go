@@ -39,6 +39,7 @@ type Reconciler struct {
 	useExpectations   bool
 	claimUnknown      bool
 	gate              ProvisionerGate // gate.go; nil acts on every set
+	pruned            prunedStatus    // pruned.go: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
 	retryInterval     time.Duration
@@ -105,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.forget(req.Namespace, req.Name)
 			r.memory.forget(req.String())
 			r.failureMemory.forget(req.String())
+			r.pruned.forget(req.String())
 			if again && ferr == nil {
 				return ctrl.Result{RequeueAfter: r.retryInterval}, nil
 			}
@@ -115,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
+	r.pruned.restore(&set)
 	p := &pass{set: &set, now: r.clock.Now(), events: &passEvents{}, requeue: &soonest{}}
 	defer func() {
 		r.takeFastEvents(req.String(), p.events)
