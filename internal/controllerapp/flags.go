@@ -84,6 +84,7 @@ type Flags struct {
 	burst            int
 	maxConcurrent    int
 	gracefulShutdown time.Duration
+	inCluster        bool // Register was asked for the in-cluster flags: NAMESPACE applies
 	// Zap holds the logging flags; callers build the logger from it.
 	Zap zap.Options
 }
@@ -91,6 +92,7 @@ type Flags struct {
 // Register adds the flags to fs. inCluster adds those that only make sense against a real
 // cluster (kubeconfig, leader election, namespaces); the local command supplies its own.
 func (f *Flags) Register(fs *flag.FlagSet, inCluster bool) {
+	f.inCluster = inCluster
 	if inCluster {
 		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")

@@ -18,12 +18,12 @@ var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/nam
 
 // watchNamespaces are the namespaces to cache: --namespace when given, else NAMESPACE (as
 // upstream's binary does: its Role is namespaced, so a cluster-wide list would be
-// forbidden), else all (nil).
+// forbidden), else all (nil). The local command (no in-cluster flags) watches all.
 func (f *Flags) watchNamespaces() []string {
 	if len(f.namespaces) > 0 {
 		return f.namespaces
 	}
-	if ns := os.Getenv(envNamespace); ns != "" {
+	if ns := os.Getenv(envNamespace); ns != "" && f.inCluster {
 		return []string{ns}
 	}
 	return nil
