@@ -147,3 +147,83 @@ func podsOf(t *testing.T, ns string, uid types.UID) int {
 	}
 	return n
 }
+
+// The swap itself: upstream's controller serves the sample pool with a lease held; ours,
+// started beside it as the operator's rolling update starts it, waits on the same Lease;
+// upstream's stops (it does not release the Lease: ours takes it once it expires) and ours
+// takes the pool over: the leased instance untouched, upstream's idle one replaced by ours,
+// no second pool.
+func TestTakesOverFromUpstreamBinary(t *testing.T) {
+	up := upstreamBinary(t)
+	ns := samplesIn(t)
+	startSim(t, ns)
+	kc := operatorKubeconfig(t, ns)
+	cmd := exec.Command(up, "--provisioner="+sampleProvisioner, "--leader-elect", "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
+	cmd.Env = []string{"NAMESPACE=" + ns, "KUBECONFIG=" + kc, "HOME=" + t.TempDir()}
+	theirs := testproc.StartCmd(t, cmd)
+	testproc.WaitFor(t, 60*time.Second, "upstream's warm buffer", func() (bool, string) {
+		st := poolStatus(t, ns)
+		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
+	})
+	l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns},
+		Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "e2e"},
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": "x86-64-virtual"}},
+			Duration: &metav1.Duration{Duration: time.Hour}}}
+	if err := env.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitFor(t, 60*time.Second, "the lease served and upstream's buffer refilled", func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
+		st := poolStatus(t, ns)
+		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
+	})
+	leased := l.Status.ExporterRef.Name
+	var leasedPod corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &leasedPod); err != nil {
+		t.Fatal(err)
+	}
+	before := ownedBy(t, ns)
+
+	args := append(upstreamOperator.args(sampleProvisioner)[:2:2], "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
+	ours := asOperator(t, ns, kc, args)
+	const acquired = "acquired the provisioner's lock"
+	time.Sleep(5 * time.Second)
+	if strings.Contains(ours.Output(), acquired) {
+		t.Fatalf("ours took the lock while upstream's held it:\n%s", testproc.Tail(ours.Output(), 20))
+	}
+	if now := ownedBy(t, ns); len(now) != len(before) {
+		t.Fatalf("the pool changed while upstream's held the lock: %d then %d instances", len(before), len(now))
+	}
+	theirs.Stop(t, 25*time.Second)
+	testproc.WaitFor(t, 40*time.Second, "ours to take the lock once it expires", func() (bool, string) {
+		return strings.Contains(ours.Output(), acquired), ""
+	})
+	testproc.WaitFor(t, 60*time.Second, "upstream's idle instance replaced by ours", func() (bool, string) {
+		st := poolStatus(t, ns)
+		var foreign []string
+		for _, e := range ownedBy(t, ns) {
+			if e.Labels["virtualtarget.jumpstarter.dev/exporterset"] == "" {
+				foreign = append(foreign, e.Name)
+			}
+		}
+		return len(foreign) == 1 && foreign[0] == leased && st.Replicas == 2 && st.AvailableReplicas == 1 && st.LeasedReplicas == 1,
+			fmt.Sprintf("upstream's %v; %+v", foreign, st)
+	})
+	var pod corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &pod); err != nil || pod.UID != leasedPod.UID || pod.DeletionTimestamp != nil {
+		t.Fatalf("the leased instance's pod was replaced or deleted: %v", err)
+	}
+	var e jumpstarterv1alpha1.Exporter
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
+		t.Fatalf("the leased instance was disabled or deleted: %v", err)
+	}
+	for _, e := range ownedBy(t, ns) {
+		if n := podsOf(t, ns, e.UID); n != 1 {
+			t.Errorf("instance %s has %d pods", e.Name, n)
+		}
+	}
+	if forbidden.MatchString(ours.Output()) {
+		t.Fatalf("forbidden in our log:\n%s", testproc.Tail(ours.Output(), 40))
+	}
+	ours.Stop(t, 25*time.Second)
+}
