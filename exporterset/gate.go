@@ -1,6 +1,9 @@
 package exporterset
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // ProvisionerGate says whether this process may act on the sets of a provisioner now: the
 // controller process passes one that is true while it holds that provisioner's leader
@@ -29,3 +32,6 @@ func (r *Reconciler) gated(p *pass, provisioner string) bool {
 	p.requeueIn(gateRetry)
 	return true
 }
+
+// errGated says another process holds the Lease of the provisioner concerned.
+var errGated = errors.New("another process holds this provisioner's lock")
