@@ -26,6 +26,8 @@ type observation struct {
 	Strays []*Instance
 	// WaitingLeases are Leases that wait for an exporter and would match the set's instances.
 	WaitingLeases []*jumpstarterv1alpha1.Lease
+	// Bookings are Leases booked ahead for the set's instances, sorted by begin time.
+	Bookings []Booking
 }
 
 // uids are the UIDs of every Exporter the set controls (instances and strays).
@@ -112,8 +114,11 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		l := &leases.Items[i]
 		if waitingFor(l, instanceLabels) {
 			obs.WaitingLeases = append(obs.WaitingLeases, l)
+		} else if b, ok := bookedFor(l, instanceLabels); ok {
+			obs.Bookings = append(obs.Bookings, b)
 		}
 	}
+	sortBookings(obs.Bookings)
 	return obs, nil
 }
 

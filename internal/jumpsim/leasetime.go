@@ -47,6 +47,15 @@ func expiry(l *jsv1.Lease) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// waitingRequeue is when a lease that waits for an exporter is looked at again without an
+// event: at its planned end if that comes first, to expire it on time.
+func waitingRequeue(l *jsv1.Lease, now time.Time) time.Duration {
+	if end, ok := plannedEnd(l); ok && end.Sub(now) < pendingSafetyRequeue {
+		return requeueAt(end, now)
+	}
+	return pendingSafetyRequeue
+}
+
 // requeueAt turns a deadline into a requeue delay a little past it, so the next pass sees
 // the deadline as passed despite timer jitter.
 func requeueAt(at, now time.Time) time.Duration {

@@ -217,7 +217,7 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 	}
 	chosen, reason, msg := sc.pick(l, candidates, leasedInCache)
 	if chosen == nil {
-		return reconcile.Result{RequeueAfter: pendingSafetyRequeue}, sc.setPending(ctx, l, reason, msg)
+		return reconcile.Result{RequeueAfter: waitingRequeue(l, now)}, sc.setPending(ctx, l, reason, msg)
 	}
 	return sc.assign(ctx, l, chosen, now)
 }
