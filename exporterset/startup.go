@@ -1,9 +1,11 @@
 package exporterset
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -45,6 +47,8 @@ type startupLog struct {
 	// seen are the start-ups measured (Exporter UID, or Pod UID under WaitForFirstConsumer)
 	// still in the pool, so that none is counted twice.
 	seen map[types.UID]bool
+	// warned is the invalid override last reported, so that it is reported once.
+	warned string
 }
 
 // leadTime is the lead for bookings: the 90th percentile of the samples plus a quarter of it
@@ -85,7 +89,7 @@ func (l startupLog) record(instances []*Instance, binding vtv1alpha1.BindingMode
 	if n := len(samples); n > startupSamples {
 		samples = samples[n-startupSamples:]
 	}
-	return startupLog{samples: samples, seen: seen}
+	return startupLog{samples: samples, seen: seen, warned: l.warned}
 }
 
 // measureStartup is how long in took to become available: from the Exporter's creation, or
@@ -121,14 +125,27 @@ func (r *Reconciler) bookingLead(p *pass, obs *observation) time.Duration {
 	key := keyOf(p.set)
 	log, _ := r.memory.startup.forSet(key)
 	log = log.record(obs.Instances, p.binding(), p.now)
-	r.memory.startup.putSet(key, log)
-	if v, ok := p.set.Annotations[AnnotationBookingLeadTime]; ok {
-		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-			return d
-		}
+	defer func() { r.memory.startup.putSet(key, log) }()
+	lead, ok := log.leadTime()
+	if !ok {
+		lead = DefaultBookingLeadTime
 	}
-	if d, ok := log.leadTime(); ok {
+	v, set := p.set.Annotations[AnnotationBookingLeadTime]
+	if !set {
+		return lead
+	}
+	d, err := time.ParseDuration(v)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("negative")
+	}
+	if err == nil {
+		log.warned = ""
 		return d
 	}
-	return DefaultBookingLeadTime
+	if log.warned != v {
+		log.warned = v
+		r.recorder.Eventf(p.set, nil, corev1.EventTypeWarning, string(EventInvalidSpec), "BookingLeadTime",
+			"annotation %s=%q is not a duration such as 90s or 5m (%v); using the lead time %s", AnnotationBookingLeadTime, v, err, lead)
+	}
+	return lead
 }
