@@ -93,6 +93,10 @@ func TestBookingsReadyAtBeginTime(t *testing.T) {
 	for _, e := range w.exporters("pool") {
 		if e.CreationTimestamp.Time.After(booked) {
 			online := apimeta.FindStatusCondition(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionOnline)
+			if online == nil {
+				t.Errorf("instance %s created for the bookings is not online", e.Name)
+				continue
+			}
 			t.Logf("instance %s created %s before the begin time, online %s before it", e.Name, begin.Sub(e.CreationTimestamp.Time), begin.Sub(online.LastTransitionTime.Time))
 			held += begin.Sub(e.CreationTimestamp.Time)
 			idle += begin.Sub(online.LastTransitionTime.Time)
