@@ -160,3 +160,52 @@ func TestScaleSubresourceBoundsBookings(t *testing.T) {
 }
 
 func ptrInt32(v int32) *int32 { return &v }
+
+// WaitForFirstConsumer: the Exporters exist, and a booking starts a Pod for one of them just
+// in time (the lead learned from one Pod start), not when it is booked.
+func TestBookingsStartPodsJustInTime(t *testing.T) {
+	w := newWorld(t, jumpsim.WithPodStartDelay(bootDelay))
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.BindingMode = vtv1alpha1.BindingWaitForFirstConsumer })
+	w.controller(env.Config)
+	w.set("pool", 3, 6, 0)
+	w.waitStatus("pool", 30*time.Second, "3 exporters", func(s vtv1alpha1.ExporterSetStatus) bool { return s.Replicas == 3 })
+	// One Pod start, measured.
+	warm := w.lease("warm-up", "pool")
+	w.waitAssigned(warm)
+	w.release(warm)
+
+	begin := time.Now().Add(30 * time.Second).Truncate(time.Second)
+	leases := []*jumpstarterv1alpha1.Lease{w.book("ci-0", "pool", begin), w.book("ci-1", "pool", begin)}
+	booked := time.Now()
+	podsSince := func() int {
+		var pods corev1.PodList
+		if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.CreationTimestamp.Time.After(booked) {
+				n++
+			}
+		}
+		return n
+	}
+	for time.Now().Before(booked.Add(15 * time.Second)) {
+		if n := podsSince(); n > 0 {
+			t.Fatalf("%d Pods started %s before the bookings begin; want none until the lead time", n, time.Until(begin).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, l := range leases {
+		w.waitAssigned(l)
+		if l.Status.BeginTime.Time.Before(begin) {
+			t.Errorf("%s began at %v, before its begin time %v", l.Name, l.Status.BeginTime, begin)
+		}
+		ex := getExporter(t, w, l.Status.ExporterRef.Name)
+		online := apimeta.FindStatusCondition(ex.Status.Conditions, jumpstarterv1alpha1.ExporterConditionOnline)
+		if online == nil || online.LastTransitionTime.After(begin) {
+			t.Errorf("%s got %s, online since %v: after the begin time %v (a cold start)", l.Name, ex.Name, online, begin)
+		}
+	}
+	t.Logf("Pods started for the bookings: %d", podsSince())
+}
