@@ -31,7 +31,7 @@ func TestBookingProblems(t *testing.T) {
 		want   []string // lease names reported
 	}{
 		{"begun, unassigned, within the ceiling", []jumpstarterv1alpha1.Lease{lease("b1", -10*time.Second, false)}, []string{"b1"}},
-		{"not begun yet", []jumpstarterv1alpha1.Lease{lease("b1", 10*time.Second, false)}, nil},
+		{"not begun yet: waited for", []jumpstarterv1alpha1.Lease{lease("b1", 10*time.Second, false)}, []string{"b1"}},
 		{"assigned", []jumpstarterv1alpha1.Lease{lease("b1", -10*time.Second, true)}, nil},
 		{"beyond the ceiling: some wait", []jumpstarterv1alpha1.Lease{
 			lease("a1", -time.Minute, true), lease("a2", -time.Minute, true), lease("b1", -10*time.Second, false), lease("b2", -10*time.Second, false),
