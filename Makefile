@@ -21,11 +21,12 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the Jumpstarter core's) 
 	$(CONTROLLER_GEN) crd paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/jumpstarter/... output:crd:artifacts:config=config/crd/jumpstarter
 	$(CONTROLLER_GEN) rbac:roleName=exporterset-controller paths=./exporterset/... output:rbac:artifacts:config=config/rbac
+	cp config/crd/bases/*.yaml charts/exporterset/crds/
 
 .PHONY: verify-generated
 verify-generated: generate manifests proto ## Fail when generated files (deepcopy, CRDs, RBAC, protobuf) differ from what is committed.
-	@git diff --exit-code -- api config provisioner/plugin/internal/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- api config provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@git diff --exit-code -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
 
 # The control-plane binaries each job needs. A failed build ends the recipe (the assignment's
 # status is the command's, and .SHELLFLAGS has -e): tests never run with empty assets.
@@ -41,11 +42,16 @@ envtest-bins: ## Build (once, cached) the control-plane binaries the tests use: 
 lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out" >&2; exit 1; }
 	go vet ./...
+	go vet -tags e2e ./internal/e2e/...
 
 .PHONY: test
 test: ## Build the control-plane binaries when missing, then run unit and integration tests.
 	@$(call assets,$(TEST_BINS)); echo "KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./..."; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: e2e
+e2e: ## The real-node tier (root): containerd, runc and CNI from Debian, a real kubelet, scheduler and controller-manager, the controller deployed from config/default.
+	hack/e2e/run.sh
 
 .PHONY: run
 run: ## Run locally: embedded kube-apiserver + etcd, simulated Jumpstarter, the samples and a live view.
@@ -81,6 +87,27 @@ image-test: ## go vet and the tests of the image builder and its checker (hack/i
 .PHONY: check-prod-deps
 check-prod-deps: ## Fail when the production binary links test machinery (envtest, testenv, jumpsim, ...).
 	@hack/check-prod-deps.sh
+
+# Helm and promtool, built from the Go module proxy by hack/tools/build.sh (one wrapper module
+# each under hack/tools), cached in ~/.cache/exporterset/tools/<tool>-<key>.
+CHART := charts/exporterset
+MONITORING_TESTS := TestChart|TestKustomize|TestMetricsDocumented|TestMonitoringUsesExportedMetrics|TestPromQLNamesCanFail
+
+.PHONY: tools
+tools: ## Build (once, cached) helm and promtool from the Go module proxy (minutes each, cold).
+	@hack/tools/build.sh helm
+	@hack/tools/build.sh promtool
+
+.PHONY: chart-check
+chart-check: tools ## helm lint and template, promtool check/test rules, then the chart and monitoring tests (envtest dry-run, chart = config/default).
+	@helm=$$(hack/tools/build.sh helm); promtool=$$(hack/tools/build.sh promtool); set -x; \
+	$$helm lint --strict $(CHART); \
+	$$helm template exporterset $(CHART) -n exporterset-system --include-crds >/dev/null; \
+	$$helm template exporterset $(CHART) -n exporterset-system --set alerts.enabled=true,dashboard.enabled=true,serviceMonitor.enabled=true,watchNamespaces={a} >/dev/null; \
+	$$promtool check rules $(CHART)/files/alerts.yaml; \
+	$$promtool test rules hack/tools/promtool/alerts_test.yaml
+	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" EXPORTERSET_REQUIRE_TOOLS=1 \
+		go test $(GO_TEST_FLAGS) -run '$(MONITORING_TESTS)' ./cmd/exporterset-controller/ ./exporterset/
 
 .PHONY: bench
 bench: ## Go benchmarks: status math, planner, plugin call overhead.

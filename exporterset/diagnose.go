@@ -2,6 +2,7 @@ package exporterset
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -182,10 +183,24 @@ func terminationText(t *corev1.ContainerStateTerminated) string {
 	if t.Reason != "" {
 		s += " (" + t.Reason + ")"
 	}
-	if t.Message != "" {
-		s += ": " + t.Message
+	if m := oneLine(t.Message); m != "" {
+		s += ": " + m
 	}
 	return s
+}
+
+// oneLine makes a container's termination message fit a condition message: a real program's
+// message (its termination log, or its last log lines) ends with a newline and may span
+// several lines.
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // containerStatuses lists init containers (the runtime sidecar among them) before the

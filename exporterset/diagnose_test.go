@@ -108,6 +108,16 @@ func TestDiagnose(t *testing.T) {
 			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1", Message: "terminated: exit code 1 (Error): boom", Replace: true},
 		},
 		{
+			// A real kubelet quotes the termination log as written: with its newline, and
+			// with several lines when the program wrote them.
+			name: "termination message of several lines, as a real kubelet reports it",
+			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "exporter", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+					Message: "exporter config /etc/jumpstarter/exporters/config.yaml: tls.ca holds no PEM certificate\n\n  retrying\n"}}}}})),
+			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1",
+				Message: "terminated: exit code 1 (Error): exporter config /etc/jumpstarter/exporters/config.yaml: tls.ca holds no PEM certificate; retrying", Replace: true},
+		},
+		{
 			name: "evicted",
 			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})),
 			want: &Problem{Reason: vtv1alpha1.ReasonEvicted, Message: "The node was low on resource: memory.", Replace: true},

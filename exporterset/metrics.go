@@ -15,6 +15,8 @@ type metrics struct {
 	replacement                 prometheus.Histogram
 	failures                    *prometheus.CounterVec
 	backingOff                  *prometheus.GaugeVec
+	slo                         sloMetrics
+	start                       time.Time // when the process began to look (slo.go)
 
 	mu sync.Mutex
 	// per set: exporters seen leased last time, exporters seen available, and release
@@ -22,6 +24,7 @@ type metrics struct {
 	leasedLast    map[string]map[string]bool
 	availableLast map[string]map[string]bool
 	releases      map[string][]time.Time
+	sloSets       map[string]*sloMemory
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,9 +49,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		leasedLast:    map[string]map[string]bool{},
 		availableLast: map[string]map[string]bool{},
 		releases:      map[string][]time.Time{},
+		slo:           newSLOMetrics(),
+		start:         time.Now().Truncate(time.Second), // creationTimestamps have whole seconds
+		sloSets:       map[string]*sloMemory{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement, m.failures, m.backingOff)
+		reg.MustRegister(m.slo.collectors()...)
 	}
 	return m
 }
@@ -128,6 +135,9 @@ func (m *metrics) forget(ns, name string) {
 	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.backingOff} {
 		g.DeleteLabelValues(ns, name)
 	}
+	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
+		c.DeleteLabelValues(ns, name)
+	}
 	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -135,4 +145,5 @@ func (m *metrics) forget(ns, name string) {
 	delete(m.leasedLast, key)
 	delete(m.availableLast, key)
 	delete(m.releases, key)
+	m.forgetSLO(ns, name)
 }

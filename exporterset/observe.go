@@ -26,6 +26,9 @@ type observation struct {
 	Strays []*Instance
 	// WaitingLeases are Leases that wait for an exporter and would match the set's instances.
 	WaitingLeases []*jumpstarterv1alpha1.Lease
+	// Leases are the namespace's not-ended Leases (the cache holds no others), for the
+	// lease metrics (slo.go).
+	Leases []*jumpstarterv1alpha1.Lease
 	// Bookings are Leases booked ahead for the set's instances, sorted by begin time.
 	Bookings []Booking
 }
@@ -112,6 +115,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 	instanceLabels := labels.Set(instanceLabels(set, ""))
 	for i := range leases.Items {
 		l := &leases.Items[i]
+		obs.Leases = append(obs.Leases, l)
 		if waitingFor(l, instanceLabels) {
 			obs.WaitingLeases = append(obs.WaitingLeases, l)
 		} else if b, ok := bookedFor(l, instanceLabels); ok {

@@ -173,6 +173,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	res.counts = ComputeStatus(obs.Instances)
 	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, p.now)
 	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
+	r.metrics.observeSLO(set.Namespace, set.Name, sloInput{now: p.now, instances: obs.Instances, leases: obs.Leases,
+		waiting: obs.WaitingLeases, binding: p.binding(), hash: p.hash})
 	if reqErr != nil {
 		return res, false, reqErr
 	}

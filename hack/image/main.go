@@ -7,7 +7,7 @@
 //	image verify --layout DIR           read the layout back and check it (user, entrypoint,
 //	                                    platforms, labels, no shell, static binary, `version` runs)
 //
-// `make image` runs both; see the README's "Running against a cluster".
+// `make image` runs both; see docs/image.md.
 package main
 
 import (

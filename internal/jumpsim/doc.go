@@ -39,9 +39,11 @@
 // request counts as the request) within allocatable minus the requests of the non-terminal
 // Pods bound to it (a running sum, built from the cache once). Otherwise the Pod stays
 // Pending with PodScheduled=False, reason Unschedulable, and kube-scheduler's message, e.g.
-// "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes
-// are available: 1 No preemption victims found for incoming pod." (taints and affinity end
-// in "Preemption is not helpful for scheduling."). Unschedulable Pods are retried when
+// "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No
+// preemption victims found for incoming pod." when other Pods use what is missing; taints,
+// affinity and a request beyond the node's allocatable (a KVM request on a node without the
+// device plugin) end in "Preemption is not helpful for scheduling.", as the real scheduler's
+// do (checked on the real-node tier). Unschedulable Pods are retried when
 // resources free up, on [Simulator.SetNodeCapacity], [Simulator.SetNodeTaints] and
 // [Simulator.RestoreNode], and every 10s.
 //
@@ -80,6 +82,13 @@
 // runs; otherwise it stays Registered=False and Online=False, as upstream shows an exporter
 // that never connected, and [Simulator.NotRegisteringReason] tells why. A crash-looping
 // native sidecar does not stop registration: the exporter has its own container.
+//
+// An exporter whose mounted config is unusable when its Pod starts (not YAML, or not an
+// ExporterConfig of the right form: no token, a CA that is no PEM bundle, a malformed export
+// entry; internal/exportercfg's checks) exits at once: its container terminates with exit
+// code 1 and the message the real-node tier's stand-in exporter prints, and the Pod
+// (restartPolicy Never) Fails. A config that changes under a running exporter only stops it
+// registering, as above.
 //
 // Every fault and its effects are recorded in [Simulator.Events].
 //

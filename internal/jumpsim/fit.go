@@ -163,7 +163,7 @@ func (s *Simulator) reserve(pod *corev1.Pod) (bool, string) {
 		reasons, hopeless = []string{msgAffinityMismatch}, true
 	default:
 		req := podRequests(pod)
-		reasons = n.insufficient(req)
+		reasons, hopeless = n.insufficient(req)
 		if len(reasons) == 0 {
 			delete(n.acct.unschedulable, key)
 			n.acct.add(key, podUsage{uid: pod.UID, req: req})
@@ -174,10 +174,13 @@ func (s *Simulator) reserve(pod *corev1.Pod) (bool, string) {
 	return false, fitErrorMessage(reasons, hopeless)
 }
 
-// insufficient lists the resources the node lacks for req, as NodeResourcesFit words them.
+// insufficient lists the resources the node lacks for req, as NodeResourcesFit words them,
+// and whether one of them exceeds the node's allocatable outright: NodeResourcesFit then
+// returns UnschedulableAndUnresolvable, and preemption, which could free only what other
+// Pods use, is not tried ("Preemption is not helpful"; seen on a real kube-scheduler v1.37
+// for a KVM request on a node without the device plugin and for 64 CPUs on a 2-CPU node).
 // Callers hold n.mu.
-func (n *simNode) insufficient(req map[corev1.ResourceName]int64) []string {
-	var out []string
+func (n *simNode) insufficient(req map[corev1.ResourceName]int64) (out []string, unresolvable bool) {
 	for r, v := range req {
 		if v <= 0 {
 			continue
@@ -185,18 +188,22 @@ func (n *simNode) insufficient(req map[corev1.ResourceName]int64) []string {
 		if n.alloc[r]-n.acct.used[r] >= v {
 			continue
 		}
+		if v > n.alloc[r] {
+			unresolvable = true
+		}
 		if r == corev1.ResourcePods {
 			out = append(out, msgTooManyPods)
 		} else {
 			out = append(out, "Insufficient "+string(r))
 		}
 	}
-	return out
+	return out, unresolvable
 }
 
 // fitErrorMessage is kube-scheduler's FitError message for a cluster of one node, with the
-// default preemption plugin's verdict appended: no victims for resource shortages (every Pod
-// here has the same priority), hopeless for taints and affinity.
+// default preemption plugin's verdict appended: no victims for resource shortages that other
+// Pods cause (every Pod here has the same priority), hopeless for taints, affinity and
+// requests beyond the node's allocatable.
 func fitErrorMessage(reasons []string, hopeless bool) string {
 	parts := make([]string, 0, len(reasons))
 	for _, r := range reasons {

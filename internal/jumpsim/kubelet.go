@@ -277,6 +277,14 @@ func (k *kubelet) wait(ctx context.Context, pod *corev1.Pod, reason, message str
 }
 
 func (k *kubelet) run(ctx context.Context, pod *corev1.Pod) error {
+	if container, msg := k.s.exporterConfigFailure(ctx, pod); msg != "" && pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		wrote, err := k.setStatus(ctx, pod, func(p *corev1.Pod) corev1.PodStatus { return configFailedStatus(p, container, msg) })
+		if wrote {
+			k.forgetPodState(pod.UID)
+			k.s.record("kubelet", ActionPodFailed, "Pod", pod.Namespace, pod.Name, "container %s exited with code 1: %s", container, msg)
+		}
+		return err
+	}
 	wrote, err := k.setStatus(ctx, pod, func(p *corev1.Pod) corev1.PodStatus {
 		if p.Status.Phase == corev1.PodRunning {
 			return p.Status

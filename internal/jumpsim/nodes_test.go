@@ -72,7 +72,9 @@ func TestUnschedulableUntilCapacity(t *testing.T) {
 	ex := createExporter(t, ns, "kvm", nil)
 	createConfigSecret(t, ex, false)
 	createSamplePod(t, ex, "kvm-a", nil)
-	waitUnschedulable(t, ns, "kvm-a", "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+	// The node has no KVM at all: no preemption could help (the real scheduler's words,
+	// seen on the real-node tier).
+	waitUnschedulable(t, ns, "kvm-a", "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 
 	withKVM := small.DeepCopy()
 	withKVM[KVMResource] = resource.MustParse("1")
@@ -86,7 +88,9 @@ func TestUnschedulableUntilCapacity(t *testing.T) {
 		t.Fatalf("PodScheduled %+v on %q", podCondition(p, corev1.PodScheduled), p.Spec.NodeName)
 	}
 
-	// The one device is taken; a Pod that also wants more CPU than is left lacks both.
+	// The one device is taken; a Pod that also wants more CPU than is left lacks both, and
+	// evicting kvm-a would free them: preemption is tried and finds no victim of lower
+	// priority.
 	createSamplePod(t, ex, "kvm-b", func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("7")
 	})

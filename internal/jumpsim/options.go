@@ -38,6 +38,8 @@ type options struct {
 	controller       bool
 	kubelet          bool
 	gc               bool
+	realNode         bool
+	leaseEnd         LeaseEndFunc
 	workers          int
 	eventLimit       int
 	logger           logr.Logger

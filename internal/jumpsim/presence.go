@@ -165,13 +165,20 @@ func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (pre
 		if (pod.Status.Phase != corev1.PodRunning && !unknown) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if _, exited := s.exitedAfterLease(ctx, pod); exited {
+		if l, exited := s.exitedAfterLease(ctx, pod); exited {
+			if s.opts.realNode {
+				src, _ := findConfigSource(pod)
+				s.tellLeaseEnded(ctx, pod, src.container, l)
+			}
 			v.exited = true
 			continue
 		}
 		cfg, src, _ := s.readExporterConfig(ctx, pod)
 		if !exporterContainerRunning(pod, src) {
 			continue // crashed, or waiting to restart
+		}
+		if s.opts.realNode && src.container != "" && !containerReady(pod, src.container) {
+			continue // a real kubelet's word: the container is not Ready
 		}
 		v = presenceView{pod: pod, cfg: cfg}
 		if lost, at := s.node.isLost(); unknown && lost && pod.Spec.NodeName == s.node.name {

@@ -46,6 +46,7 @@ type Simulator struct {
 	creds    *credentialState
 	sched    *scheduler
 	kube     *kubelet
+	ends     leaseEnds
 
 	exporterPokes chan event.GenericEvent
 	leasePokes    chan event.GenericEvent
@@ -112,6 +113,7 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 		direct:        direct,
 		events:        newEventLog(o.eventLimit),
 		presence:      newPresenceState(),
+		ends:          leaseEnds{told: map[string]bool{}},
 		faults:        newFaultState(o),
 		node:          newSimNode(o),
 		creds:         &credentialState{seen: newSightings()},

@@ -36,9 +36,10 @@ type Env struct {
 }
 
 type options struct {
-	crdDirs     []string
-	build       bool
-	upstreamJmp bool
+	crdDirs         []string
+	build           bool
+	upstreamJmp     bool
+	serviceAccounts bool
 }
 
 // Option changes how Start brings up the environment.
@@ -52,6 +53,12 @@ func WithUpstreamJumpstarterCRDs() Option { return func(o *options) { o.upstream
 func WithCRDDirs(dirs ...string) Option {
 	return func(o *options) { o.crdDirs = append(o.crdDirs, dirs...) }
 }
+
+// WithServiceAccounts turns the ServiceAccount admission plugin back on (envtest turns it
+// off, since no controller makes the "default" ServiceAccounts there): Pods then get their
+// projected token volume, for a real node whose controller-manager makes the accounts and
+// publishes kube-root-ca.crt.
+func WithServiceAccounts() Option { return func(o *options) { o.serviceAccounts = true } }
 
 // WithBuild builds the control-plane binaries when they are missing instead of failing.
 func WithBuild() Option { return func(o *options) { o.build = true } }
@@ -109,6 +116,9 @@ func Start(opts ...Option) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 		CRDInstallOptions:     envtest.CRDInstallOptions{Scheme: scheme},
+	}
+	if o.serviceAccounts {
+		env.ControlPlane.GetAPIServer().Configure().Disable("disable-admission-plugins")
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -178,6 +188,10 @@ func (e *Env) WriteKubeconfig(path string) error {
 	}
 	return os.WriteFile(path, b, 0o600)
 }
+
+// APIServerCertDir is where the API server's serving certificate, CA and service account
+// signing key (sa-signer.key) are.
+func (e *Env) APIServerCertDir() string { return e.env.ControlPlane.GetAPIServer().CertDir }
 
 // Fuzzing reports whether this test binary runs a fuzz target (go test -fuzz, or one of its
 // worker processes). It parses the command line flags, as TestMain must before reading them.

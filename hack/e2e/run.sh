@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make e2e`: the real-node tier. Installs what it needs (containerd, runc and the CNI plugins
+# from Debian, when missing), builds the control-plane and node binaries (cached), the
+# stand-in images, the KVM device plugin and the controller image, then runs the tests in
+# internal/e2e, which start the node under /tmp/exporterset-e2e and stop it at the end. A
+# teardown runs afterwards whatever happened to the tests. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+work=${E2E_WORK:-$root/bin/e2e}
+log() { printf 'e2e: %s\n' "$*" >&2; }
+
+[ "$(id -u)" = 0 ] || { log "needs root (it runs containerd and a kubelet)"; exit 1; }
+
+missing=()
+for cmd in containerd:containerd runc:runc ctr:containerd ip:iproute2; do
+	command -v "${cmd%%:*}" >/dev/null 2>&1 || missing+=("${cmd#*:}")
+done
+[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || missing+=(containernetworking-plugins)
+if [ ${#missing[@]} -gt 0 ]; then
+	log "installing ${missing[*]} from Debian"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
+fi
+
+assets=$(ENVTEST_BINS_ONLY="etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet" hack/envtest-bins/build.sh)
+
+log "the image builder's and device plugin's own tests (hack/e2e)"
+go -C hack/e2e vet ./...
+go -C hack/e2e test -count=1 ./...
+
+log "stand-in images and the KVM device plugin"
+rm -rf "$work/images"
+mkdir -p "$work/images"
+go -C hack/e2e run ./images --root "$root" --out "$work/images" >/dev/null
+go -C hack/e2e build -o "$work/kvm-device-plugin" ./kvmplugin
+
+log "the controller image (this machine's platform)"
+make --no-print-directory image IMAGE_PLATFORMS="linux/$(go env GOARCH)" >/dev/null
+
+trap 'go run ./internal/e2e/teardown' EXIT
+log "tests (logs of the node's daemons in $work/logs)"
+KUBEBUILDER_ASSETS="$assets" E2E_WORK="$work" go test -tags e2e -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./internal/e2e/

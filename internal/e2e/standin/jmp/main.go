@@ -1,0 +1,42 @@
+// Command jmp is the e2e tier's stand-in for Jumpstarter's `jmp`: the two subcommands the
+// real-node tests need, with the real exporter's contract and none of its network.
+//
+//	jmp run --exporter-config PATH   check the config and the launcher, log "registered", run
+//	                                 until SIGTERM/SIGINT, or SIGUSR1 (a lease ended) with
+//	                                 exitOnLeaseEnd
+//	jmp lease-ended [--pid N]        tell the exporter (PID 1 of its container) a lease ended
+//
+// A failure is one line on stderr and in the container's termination log, which the kubelet
+// shows as the container status message, and exit status 1.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/exporterset/exporterset/internal/e2e/standin/termlog"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "run":
+		os.Exit(run(os.Args[2:]))
+	case "lease-ended":
+		os.Exit(leaseEnded(os.Args[2:]))
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: jmp run --exporter-config PATH | jmp lease-ended [--pid N]")
+	os.Exit(2)
+}
+
+// fail reports why the exporter stops (stderr and the termination log) and returns 1.
+func fail(format string, args ...any) int {
+	return termlog.Fail(1, "jmp: ", fmt.Sprintf(format, args...))
+}
