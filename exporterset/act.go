@@ -71,8 +71,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	}
 	var live []*Instance
 	for _, in := range obs.Instances {
-		if done[in.Name()] || in.Deleting() || in.Retiring() {
-			continue
+		if done[in.Name()] || in.Deleting() || in.Retiring() || in.foreign() {
+			continue // a foreign instance (adopt.go) is left as it is until retired
 		}
 		live = append(live, in)
 	}

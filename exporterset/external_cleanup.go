@@ -113,6 +113,10 @@ func (r *Reconciler) finalizeOrphans(ctx context.Context, namespace, set string)
 			continue
 		}
 		prov, req, err := r.orphanRequest(ctx, e, set)
+		if errors.Is(err, errGated) {
+			requeue = true // the Lease's holder cleans it up; this process may hold it later
+			continue
+		}
 		if err != nil {
 			logf.FromContext(ctx).Info("cannot clean up the external resources of an instance of a deleted set yet", "exporter", e.Name, "error", err.Error())
 			requeue = true
@@ -132,6 +136,9 @@ func (r *Reconciler) orphanRequest(ctx context.Context, e *jumpstarterv1alpha1.E
 	prov, ok := r.registry.Get(class.Spec.Provisioner)
 	if !ok {
 		return nil, nil, fmt.Errorf("provisioner %q is not served here", class.Spec.Provisioner)
+	}
+	if r.gate != nil && !r.gate(class.Spec.Provisioner) {
+		return nil, nil, errGated
 	}
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: setName}}
 	if ref := metav1.GetControllerOf(e); ref != nil {

@@ -269,6 +269,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podEr
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[LabelSet] = p.set.Name
+	pod.Labels[UpstreamLabelSet] = p.set.Name // upstream's controller, put back, finds it (adopt.go)
 	pod.Labels[LabelSpecHash] = e.Labels[LabelSpecHash]
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
 	if err := r.client.Create(ctx, pod); err != nil {

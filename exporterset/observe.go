@@ -54,13 +54,17 @@ func (o *observation) uids() map[types.UID]bool {
 func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*observation, error) {
 	ns := client.InNamespace(set.Namespace)
 	var mine client.ListOption = client.MatchingLabels{LabelSet: set.Name}
+	// Without the index every Exporter of the namespace is read: upstream-made instances
+	// carry no label of ours (adopt.go); the owner check below picks the set's.
+	var mineOrOwned client.ListOption = ns
 	if r.indexed {
 		mine = client.MatchingFields{setIndex: set.Name}
+		mineOrOwned = mine
 	}
 	shared := client.UnsafeDisableDeepCopy
 
 	var exporters jumpstarterv1alpha1.ExporterList
-	if err := r.client.List(ctx, &exporters, ns, mine, shared); err != nil {
+	if err := r.client.List(ctx, &exporters, ns, mineOrOwned, shared); err != nil {
 		return nil, fmt.Errorf("listing exporters: %w", err)
 	}
 	var pods corev1.PodList
@@ -111,6 +115,9 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 	}
 	sortInstances(obs.Instances)
 	sortInstances(obs.Strays)
+	if err := r.observeForeign(ctx, set, obs); err != nil {
+		return nil, err
+	}
 
 	instanceLabels := labels.Set(instanceLabels(set, ""))
 	for i := range leases.Items {

@@ -2,9 +2,12 @@ package exporterset
 
 // The least privilege the reconciler needs, generated into config/rbac by `make manifests`.
 // ExporterSets: read, and write status only (the cooldown clock lives in status for that
-// reason). Exporters: create, disable (patch), release and delete. Pods and config Secrets:
-// create and delete; Secrets also update (config re-sync) and patch (labelling credential
-// Secrets). ConfigMaps: get (CA bundle). Leases: read. The finalizers verbs let owner
+// reason). Exporters: create, disable (patch), release and delete. Pods: create and delete.
+// Config Secrets: create, update (config re-sync) and patch (labelling credential Secrets);
+// never delete (the garbage collector removes them with their Exporter). ConfigMaps: get
+// (CA bundle). Leases: read. Events in the core group, as upstream's operator grants them
+// (the process records through core/v1). It is a subset of the Role upstream's operator
+// binds (contract §2b) but for exporters/finalizers: the finalizers verbs let owner
 // references block their owner's deletion where OwnerReferencesPermissionEnforcement is on.
 //
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets,verbs=get;list;watch
@@ -13,8 +16,8 @@ package exporterset
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=leases,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

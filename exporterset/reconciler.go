@@ -38,6 +38,8 @@ type Reconciler struct {
 	registrationGrace time.Duration
 	useExpectations   bool
 	claimUnknown      bool
+	gate              ProvisionerGate // gate.go; nil acts on every set
+	pruned            prunedStatus    // pruned.go: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
 	retryInterval     time.Duration
@@ -104,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.metrics.forget(req.Namespace, req.Name)
 			r.memory.forget(req.String())
 			r.failureMemory.forget(req.String())
+			r.pruned.forget(req.String())
 			if again && ferr == nil {
 				return ctrl.Result{RequeueAfter: r.retryInterval}, nil
 			}
@@ -114,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
+	r.pruned.restore(&set)
 	p := &pass{set: &set, now: r.clock.Now(), events: &passEvents{}, requeue: &soonest{}}
 	defer func() {
 		r.takeFastEvents(req.String(), p.events)
@@ -121,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}()
 	res, skip, err := r.reconcile(ctx, p)
 	if skip {
-		return ctrl.Result{}, err
+		return ctrl.Result{RequeueAfter: p.requeue.get()}, err
 	}
 	if werr := r.writeStatus(ctx, p, res); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {
@@ -217,6 +221,9 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 	err = r.client.Get(ctx, types.NamespacedName{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class)
 	switch {
 	case apierrors.IsNotFound(err):
+		if r.gated(p, "") {
+			return b, true, nil
+		}
 		if b == nil {
 			b = blocked(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found in namespace %s", set.Spec.VirtualTargetClassName, set.Namespace)
 		}
@@ -226,6 +233,10 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 	}
 	p.class = &class
 	prov, ok := r.registry.Get(class.Spec.Provisioner)
+	if ok && r.gated(p, class.Spec.Provisioner) {
+		logf.FromContext(ctx).V(1).Info("another process holds this provisioner's lock; leaving the set alone", "provisioner", class.Spec.Provisioner)
+		return b, true, nil
+	}
 	if !ok {
 		if !r.claimUnknown {
 			logf.FromContext(ctx).V(1).Info("provisioner not served here; leaving the set alone", "provisioner", class.Spec.Provisioner)

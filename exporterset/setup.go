@@ -24,9 +24,10 @@ import (
 // classNameIndex indexes ExporterSets by spec.virtualTargetClassName.
 const classNameIndex = "spec.virtualTargetClassName"
 
-// setIndex indexes Exporters, Pods and Secrets by their LabelSet value: a cache List by
-// label reads every object of the namespace, so with many sets in one namespace each pass
-// cost the size of all the pools, not of its own.
+// setIndex indexes Exporters, Pods and Secrets by their LabelSet value, and Exporters also
+// by the ExporterSet controlling them (upstream-made ones carry no label of ours, adopt.go):
+// a cache List by label reads every object of the namespace, so with many sets in one
+// namespace each pass cost the size of all the pools, not of its own.
 const setIndex = "label:" + LabelSet
 
 // indexedKinds are the kinds observe lists by setIndex.
@@ -35,24 +36,30 @@ func indexedKinds() []client.Object {
 }
 
 func setOf(o client.Object) []string {
-	if name := o.GetLabels()[LabelSet]; name != "" {
-		return []string{name}
+	var out []string
+	label := o.GetLabels()[LabelSet]
+	if label != "" {
+		out = append(out, label)
 	}
-	return nil
+	if owner := setOwnerOf(o); owner != "" && owner != label {
+		out = append(out, owner)
+	}
+	return out
 }
 
 // CacheOptions returns the cache settings the reconciler needs, for the manager's
-// Options.Cache: Pods, Secrets and Exporters are cached only when they carry LabelSet, so
-// memory grows with the pools, not with the cluster; Leases only while they have not ended
-// (ended ones accumulate and add no demand). Namespaces, if any, restrict every cache.
+// Options.Cache: Pods and Secrets are cached only when they carry LabelSet, so memory grows
+// with the pools, not with the cluster; Leases only while they have not ended (ended ones
+// accumulate and add no demand). Exporters are cached whole: the ones upstream's controller
+// made carry no label of ours, and a set must count them (adopt.go); a namespace holds far
+// fewer Exporters than Pods or Secrets. Namespaces, if any, restrict every cache.
 func CacheOptions(namespaces ...string) cache.Options {
 	mine := labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
 	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: mine},
-		&corev1.Secret{}:                {Label: mine},
-		&jumpstarterv1alpha1.Exporter{}: {Label: mine},
-		&jumpstarterv1alpha1.Lease{}:    {Label: notEnded},
+		&corev1.Pod{}:                {Label: mine},
+		&corev1.Secret{}:             {Label: mine},
+		&jumpstarterv1alpha1.Lease{}: {Label: notEnded},
 	}}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}

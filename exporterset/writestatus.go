@@ -43,7 +43,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
 	r.metrics.observeConditions(p.set.Namespace, p.set.Name, st.Conditions)
-	if statusEqual(orig.Status, st) {
+	if statusEqual(orig.Status, st) || r.pruned.unchangedAsStored(p.set, orig.Status, st) {
 		return nil
 	}
 	p.set.ResourceVersion = orig.ResourceVersion
@@ -57,6 +57,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
+	r.pruned.noteWrite(p.set, st)
 	r.ownWrites().wrote(orig.ResourceVersion, p.set)
 	return nil
 }

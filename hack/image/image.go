@@ -20,6 +20,11 @@ import (
 const (
 	// BinaryPath is where the controller binary sits in the image.
 	BinaryPath = "/exporterset-controller"
+	// UpstreamBinaryPath is a symbolic link to BinaryPath: the command upstream Jumpstarter's
+	// operator gives its exporter-set controller container, so that pointing the operator's
+	// image field at this image is enough (README, "Replacing upstream's exporter-set
+	// controller"). Its flags without a subcommand run the controller.
+	UpstreamBinaryPath = "/exporter-set-controller"
 	// User is the image's numeric user and group: non-root, and numeric so that the kubelet can
 	// enforce runAsNonRoot without reading /etc/passwd (distroless's "nonroot" ids).
 	User = "65532:65532"
@@ -57,6 +62,7 @@ type file struct {
 	mode int64
 	uid  int
 	data []byte
+	link string // a symbolic link's target; data and mode unused
 }
 
 // baseFiles are the same on every platform, so their layer is shared by the manifests.
@@ -78,9 +84,12 @@ func layer(files []file, created time.Time) (v1.Layer, error) {
 	tw := tar.NewWriter(&raw)
 	for _, f := range files {
 		h := &tar.Header{Name: f.name, Mode: f.mode, Uid: f.uid, Gid: f.uid, ModTime: created, Format: tar.FormatPAX}
-		if f.name[len(f.name)-1] == '/' {
+		switch {
+		case f.link != "":
+			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, f.link, 0o777
+		case f.name[len(f.name)-1] == '/':
 			h.Typeflag = tar.TypeDir
-		} else {
+		default:
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
@@ -114,7 +123,10 @@ type Platform struct {
 
 // NewImage assembles the image of one platform: the shared base layer, then the binary.
 func NewImage(base v1.Layer, p Platform, meta Meta) (v1.Image, error) {
-	bin, err := layer([]file{{name: BinaryPath[1:], mode: 0o755, data: p.Binary}}, meta.Created)
+	bin, err := layer([]file{
+		{name: BinaryPath[1:], mode: 0o755, data: p.Binary},
+		{name: UpstreamBinaryPath[1:], link: BinaryPath[1:]},
+	}, meta.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +136,7 @@ func NewImage(base v1.Layer, p Platform, meta Meta) (v1.Image, error) {
 	}
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: base, History: hist("/etc/passwd, /etc/group, /home/nonroot, /tmp")},
-		mutate.Addendum{Layer: bin, History: hist(BinaryPath)})
+		mutate.Addendum{Layer: bin, History: hist(BinaryPath + ", " + UpstreamBinaryPath + " -> " + BinaryPath[1:])})
 	if err != nil {
 		return nil, err
 	}

@@ -245,6 +245,15 @@ func TestBadImagesFail(t *testing.T) {
 		{"no binary", func(t *testing.T) v1.ImageIndex {
 			return replace(t, goodIndex(t), amd64, withFiles(t, file{name: ".wh.exporterset-controller"}))
 		}, "/exporterset-controller: not a regular file", nil},
+		{"no upstream command", func(t *testing.T) v1.ImageIndex {
+			return replace(t, goodIndex(t), arm64, withFiles(t, file{name: ".wh.exporter-set-controller"}))
+		}, "linux/arm64: /exporter-set-controller: missing", nil},
+		{"upstream command elsewhere", func(t *testing.T) v1.ImageIndex {
+			return replace(t, goodIndex(t), amd64, withFiles(t, file{name: "exporter-set-controller", link: "tmp/x"}))
+		}, "linux/amd64: /exporter-set-controller: not a symbolic link to /exporterset-controller", nil},
+		{"upstream command a copy", func(t *testing.T) v1.ImageIndex {
+			return replace(t, goodIndex(t), amd64, withFiles(t, file{name: "exporter-set-controller", mode: 0o755, data: []byte("x")}))
+		}, "not a symbolic link", nil},
 		{"another version", func(t *testing.T) v1.ImageIndex { return goodIndex(t) }, `label org.opencontainers.image.version is "v9.8.7", want "v1.0.0"`,
 			&Want{Platforms: want.Platforms, Version: "v1.0.0", Run: true}},
 		{"label and binary disagree", func(t *testing.T) v1.ImageIndex {

@@ -130,6 +130,11 @@ func verifyImage(img v1.Image, p v1.Platform, w Want) []error {
 	if bin.Mode&0o111 == 0 {
 		fail("%s is not executable (mode %o)", BinaryPath, bin.Mode)
 	}
+	if alias, ok := files[UpstreamBinaryPath[1:]]; !ok {
+		fail("%s: missing (upstream's operator runs that command)", UpstreamBinaryPath)
+	} else if alias.Typeflag != tar.TypeSymlink || path.Clean(path.Join("/", alias.Linkname)) != BinaryPath {
+		fail("%s: not a symbolic link to %s", UpstreamBinaryPath, BinaryPath)
+	}
 	if err := checkELF(bin.data, p.Architecture); err != nil {
 		fail("%s: %v", BinaryPath, err)
 	}

@@ -84,6 +84,7 @@ type Flags struct {
 	burst            int
 	maxConcurrent    int
 	gracefulShutdown time.Duration
+	inCluster        bool // Register was asked for the in-cluster flags: NAMESPACE applies
 	// Zap holds the logging flags; callers build the logger from it.
 	Zap zap.Options
 }
@@ -91,15 +92,16 @@ type Flags struct {
 // Register adds the flags to fs. inCluster adds those that only make sense against a real
 // cluster (kubeconfig, leader election, namespaces); the local command supplies its own.
 func (f *Flags) Register(fs *flag.FlagSet, inCluster bool) {
+	f.inCluster = inCluster
 	if inCluster {
 		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
 		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
-		fs.StringVar(&f.leaderElectionID, "leader-election-id", "exporterset.virtualtarget.jumpstarter.dev", "Name of the coordination.k8s.io Lease used for leader election.")
-		fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease. Default: the controller's own namespace (in-cluster).")
+		fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "Name of the one coordination.k8s.io Lease used for leader election. Default: with --provisioner, one Lease per provisioner named exporter-set-controller-<provisioner> (as upstream's exporter-set controller names it), and a provisioner's sets are reconciled only while this process holds its Lease; without, "+DefaultElectionID+".")
+		fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease. Default: $NAMESPACE, then $POD_NAMESPACE, then the controller's own namespace (in-cluster).")
 		fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease is valid; a standby takes over within it after the leader dies.")
 		fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 		fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew leadership.")
-		fs.Var(&f.namespaces, "namespace", "Watch only this namespace (repeatable or comma-separated). Default: all namespaces.")
+		fs.Var(&f.namespaces, "namespace", "Watch only this namespace (repeatable or comma-separated). Default: $NAMESPACE when set (as upstream's Jumpstarter operator sets it), else all namespaces.")
 	}
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `Address of the Prometheus metrics endpoint; "0" disables it.`)
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", `Address of /healthz and /readyz; "0" disables them.`)

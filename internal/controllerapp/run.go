@@ -130,24 +130,43 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 		defer func() { _ = plugins.Close() }()
 	}
 
-	for _, ns := range f.namespaces {
+	namespaces := f.watchNamespaces()
+	for _, ns := range namespaces {
 		if errs := validateNamespace(ns); errs != "" {
+			if len(f.namespaces) == 0 {
+				return UsageError{Err: fmt.Errorf("%s=%q: %s", envNamespace, ns, errs)}
+			}
 			return UsageError{Err: fmt.Errorf("--namespace %q: %s", ns, errs)}
 		}
 	}
-	leNS := f.leaderElectionNS
-	if leNS == "" {
-		leNS = os.Getenv("POD_NAMESPACE")
+	var leNS string
+	if f.leaderElect {
+		if leNS = f.electionNamespace(); leNS == "" {
+			return UsageError{Err: errNoElectionNamespace}
+		}
+	}
+	// One Lease per provisioner when the provisioners are named and no single Lease is
+	// (election.go); else controller-runtime's one election for the whole manager.
+	var locks *provisionerLocks
+	managerElection, leID := f.leaderElect, f.leaderElectionID
+	if f.leaderElect && leID == "" && len(f.provisioners) > 0 {
+		managerElection = false
+		if locks, err = newProvisionerLocks(cfg, leNS, reg.Names(), f, ctrl.Log.WithName("leader-election")); err != nil {
+			return err
+		}
+	}
+	if leID == "" {
+		leID = DefaultElectionID
 	}
 	grace := f.gracefulShutdown
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
-		Cache:                         exporterset.CacheOptions(f.namespaces...),
+		Cache:                         exporterset.CacheOptions(namespaces...),
 		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:        f.probeAddr,
 		PprofBindAddress:              f.pprofAddr,
-		LeaderElection:                f.leaderElect,
-		LeaderElectionID:              f.leaderElectionID,
+		LeaderElection:                managerElection,
+		LeaderElectionID:              leID,
 		LeaderElectionNamespace:       leNS,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &f.leaseDuration,
@@ -164,12 +183,16 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 		}
 	}
 	opts := []exporterset.Option{
-		exporterset.WithRecorder(mgr.GetEventRecorder("exporterset-controller")),
+		// core/v1 events: upstream's operator grants no events.k8s.io (events.go).
+		exporterset.WithRecorder(coreEvents{mgr.GetEventRecorderFor("exporterset-controller")}), //nolint:staticcheck // see coreEvents
 		exporterset.WithMetrics(metrics.Registry),
 		exporterset.WithMaxConcurrentReconciles(f.maxConcurrent),
 	}
 	if len(f.provisioners) == 0 {
 		opts = append(opts, exporterset.WithClaimUnknownProvisioners())
+	}
+	if locks != nil {
+		opts = append(opts, exporterset.WithProvisionerGate(locks.Held))
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -184,12 +207,39 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 	if err := mgr.AddReadyzCheck("provisioners", provisionersHealthy(reg)); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "provisioners", reg.Names(), "namespaces", f.namespaces, "leaderElection", f.leaderElect,
-		"kubeAPIQPS", cfg.QPS, "kubeAPIBurst", cfg.Burst)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("manager: %w", err)
+	log.Info("starting", "version", version, "provisioners", reg.Names(), "namespaces", namespaces, "leaderElection", f.leaderElect,
+		"leaderElectionNamespace", leNS, "perProvisionerLocks", locks != nil, "kubeAPIQPS", cfg.QPS, "kubeAPIBurst", cfg.Burst)
+	if err := startManager(ctx, mgr, locks); err != nil {
+		return err
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// startManager runs mgr until ctx ends, with the provisioners' locks (if any) campaigning
+// beside it: a lost lock stops the manager and is the error; the locks are released only
+// once the manager has stopped, so no reconcile runs after another process may take over.
+func startManager(ctx context.Context, mgr manager.Manager, locks *provisionerLocks) error {
+	mgrCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	if locks != nil {
+		lockCtx, release := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := locks.Run(lockCtx, stop); err != nil {
+				stop(err)
+			}
+		}()
+		defer func() { release(); <-done }()
+	}
+	err := mgr.Start(mgrCtx)
+	if cause := context.Cause(mgrCtx); ctx.Err() == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
 	return nil
 }
 

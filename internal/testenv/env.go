@@ -39,6 +39,7 @@ type options struct {
 	crdDirs         []string
 	build           bool
 	upstreamJmp     bool
+	upstreamVT      bool
 	serviceAccounts bool
 }
 
@@ -48,6 +49,11 @@ type Option func(*options)
 // WithUpstreamJumpstarterCRDs installs upstream Jumpstarter's Exporter and Lease CRDs (from
 // UpstreamCRDDir) instead of the ones generated from this project's types.
 func WithUpstreamJumpstarterCRDs() Option { return func(o *options) { o.upstreamJmp = true } }
+
+// WithUpstreamExporterSetCRDs installs upstream Jumpstarter's ExporterSet and
+// VirtualTargetClass CRDs (from UpstreamCRDDir) instead of ours, as a cluster whose
+// Jumpstarter operator installed them has: same API, a smaller status schema.
+func WithUpstreamExporterSetCRDs() Option { return func(o *options) { o.upstreamVT = true } }
 
 // WithCRDDirs installs the CRDs of these directories in addition to the project's own.
 func WithCRDDirs(dirs ...string) Option {
@@ -92,6 +98,13 @@ func Start(opts ...Option) (*Env, error) {
 		return nil, err
 	}
 	dirs := []string{bases}
+	if o.upstreamVT {
+		up, err := UpstreamCRDDir()
+		if err != nil {
+			return nil, err
+		}
+		dirs = []string{filepath.Join(up, "virtualtarget.jumpstarter.dev_exportersets.yaml"), filepath.Join(up, "virtualtarget.jumpstarter.dev_virtualtargetclasses.yaml")}
+	}
 	if o.upstreamJmp {
 		up, err := UpstreamCRDDir()
 		if err != nil {

@@ -60,7 +60,14 @@ func (p *Proc) Output() string {
 // and a failed test logs the tail of its output.
 func Start(t *testing.T, binary string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Cmd: exec.Command(binary, args...), done: make(chan error, 1)}
+	return StartCmd(t, exec.Command(binary, args...))
+}
+
+// StartCmd starts cmd (prepared by the caller: its environment, its argv[0]) as Start does.
+func StartCmd(t *testing.T, cmd *exec.Cmd) *Proc {
+	t.Helper()
+	args := cmd.Args[1:]
+	p := &Proc{Cmd: cmd, done: make(chan error, 1)}
 	p.Cmd.Stdout, p.Cmd.Stderr = p, p
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,37 @@
+package exporterset
+
+import (
+	"errors"
+	"time"
+)
+
+// ProvisionerGate says whether this process may act on the sets of a provisioner now: the
+// controller process passes one that is true while it holds that provisioner's leader
+// election lock, so that two controllers (ours, or ours and upstream's during an image swap)
+// never work on one pool. It is asked with "" for a set whose class is missing (its
+// provisioner is unknown); it must be safe for concurrent use.
+type ProvisionerGate func(provisioner string) bool
+
+// WithProvisionerGate makes the reconciler leave a set alone (no writes, not even status)
+// while gate is false for its provisioner, looking again every gateRetry. The default acts
+// on every set of a served provisioner.
+func WithProvisionerGate(gate ProvisionerGate) Option {
+	return func(r *Reconciler) { r.gate = gate }
+}
+
+// gateRetry is how often a set left alone by the gate is looked at again: a process that
+// has just taken over a lock starts on its sets within it.
+const gateRetry = 2 * time.Second
+
+// gated reports whether the gate keeps the reconciler off a provisioner's sets now, and
+// if so schedules the next look.
+func (r *Reconciler) gated(p *pass, provisioner string) bool {
+	if r.gate == nil || r.gate(provisioner) {
+		return false
+	}
+	p.requeueIn(gateRetry)
+	return true
+}
+
+// errGated says another process holds the Lease of the provisioner concerned.
+var errGated = errors.New("another process holds this provisioner's lock")

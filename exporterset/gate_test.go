@@ -1,0 +1,39 @@
+package exporterset_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/fakeprov"
+)
+
+// While the gate is shut for a set's provisioner the reconciler writes nothing at all, not
+// even status; opened, the set is reconciled within the gate's retry, without an event.
+func TestGateLeavesSetsAlone(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	var open atomic.Bool
+	var asked atomic.Value
+	w.controller(env.Config, exporterset.WithProvisionerGate(func(p string) bool {
+		asked.Store(p)
+		return open.Load()
+	}))
+	w.set("pool", 2, 4, 0)
+	time.Sleep(3 * time.Second)
+	if got := w.getSet("pool"); got.Status.ObservedGeneration != 0 || len(got.Status.Conditions) != 0 {
+		t.Fatalf("status written behind a shut gate: %s", summary(got.Status))
+	}
+	if n := len(w.exporters("pool")); n != 0 {
+		t.Fatalf("%d instances created behind a shut gate", n)
+	}
+	if p, _ := asked.Load().(string); p != fakeprov.Name {
+		t.Fatalf("the gate was asked about %q, want the class's provisioner %q", p, fakeprov.Name)
+	}
+	opened := time.Now()
+	open.Store(true)
+	w.waitStatus("pool", 20*time.Second, "2 ready once the gate opened", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 2 })
+	t.Logf("reconciled %s after the gate opened", time.Since(opened).Round(100*time.Millisecond))
+}
