@@ -91,9 +91,9 @@ func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl 
 	case pl == nil:
 		return metav1.Condition{}, false
 	case pl.Limited:
-		return cond(vtv1alpha1.ConditionScalingLimited, true, vtv1alpha1.ReasonAtMaxReplicas, "wants %d instances, maxReplicas is %d", pl.Wanted, *spec.MaxReplicas), true
+		return cond(vtv1alpha1.ConditionScalingLimited, true, vtv1alpha1.ReasonAtMaxReplicas, "wants %d instances, maxReplicas is %d%s", pl.Wanted, *spec.MaxReplicas, bookingSuffix(pl)), true
 	}
-	return cond(vtv1alpha1.ConditionScalingLimited, false, vtv1alpha1.ReasonWithinLimits, "wants %d instances", pl.Wanted), true
+	return cond(vtv1alpha1.ConditionScalingLimited, false, vtv1alpha1.ReasonWithinLimits, "wants %d instances%s", pl.Wanted, bookingSuffix(pl)), true
 }
 
 // availableCondition applies the rule documented on vtv1alpha1.ConditionAvailable.
@@ -156,4 +156,12 @@ func durationOf(d *metav1.Duration) (out time.Duration) {
 		out = d.Duration
 	}
 	return out
+}
+
+// bookingSuffix adds what the set prepares for bookings (bookings.go) to a message.
+func bookingSuffix(pl *Plan) string {
+	if pl.BookingNote == "" {
+		return ""
+	}
+	return ": " + pl.BookingNote
 }

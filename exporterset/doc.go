@@ -17,6 +17,8 @@
 //	inputs    reconciler.go   the class, the provisioner, the selector      -> blocker
 //	request   request.go      merged parameters, images, Validate (memoized) -> blocker
 //	observe   observe.go      the set's Exporters, Pods, Secrets and Leases  -> observation
+//	                          (waiting leases; bookings, bookings.go)
+//	lead      startup.go      start-ups measured, the lead for bookings     -> LeadTime
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
 //	status    status.go       ComputeStatus (pure)                          -> Counts
 //	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan

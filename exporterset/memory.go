@@ -190,6 +190,7 @@ type memory struct {
 
 	credentials *memo[credentialsEntry] // per set: its class's credentials (external provisioners)
 	inventory   *memo[time.Time]        // per set: when its external inventory was last swept
+	startup     *memo[startupLog]       // per set: its measured start-up times (startup.go)
 }
 
 func newMemory() *memory {
@@ -198,11 +199,12 @@ func newMemory() *memory {
 	m.own, m.fast, m.fastEv = newMemo[ownWrite](&m.clock), newMemo[fastEntry](&m.clock), newMemo[*passEvents](&m.clock)
 	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
 	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
+	m.startup = newMemo[startupLog](&m.clock)
 	return m
 }
 
 func (m *memory) all() []sweeper {
-	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started, m.credentials, m.inventory}
+	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup}
 }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.

@@ -29,6 +29,8 @@ type observation struct {
 	// Leases are the namespace's not-ended Leases (the cache holds no others), for the
 	// lease metrics (slo.go).
 	Leases []*jumpstarterv1alpha1.Lease
+	// Bookings are Leases booked ahead for the set's instances, sorted by begin time.
+	Bookings []Booking
 }
 
 // uids are the UIDs of every Exporter the set controls (instances and strays).
@@ -123,8 +125,11 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		obs.Leases = append(obs.Leases, l)
 		if waitingFor(l, instanceLabels) {
 			obs.WaitingLeases = append(obs.WaitingLeases, l)
+		} else if b, ok := bookedFor(l, instanceLabels); ok {
+			obs.Bookings = append(obs.Bookings, b)
 		}
 	}
+	sortBookings(obs.Bookings)
 	return obs, nil
 }
 

@@ -24,6 +24,12 @@ type PlanInput struct {
 	Expected int32
 	// Demand is the number of waiting Leases that would match the set's instances.
 	Demand int32
+	// Bookings are the Leases booked ahead for the set's instances (not begun, not yet
+	// waiting), sorted by begin time (sortBookings).
+	Bookings []Booking
+	// LeadTime is how long before a booking's begin time the set has an instance started
+	// for it (bookingLead).
+	LeadTime time.Duration
 	// Now is the current time.
 	Now time.Time
 	// SurplusSince is the cooldown clock from status; nil when there was no surplus.
@@ -67,6 +73,13 @@ type Plan struct {
 	Held int32
 	// BackingOff is true while the failure backoff holds creates and Pod starts.
 	BackingOff bool
+	// Booked are the bookings due: their begin time is within the lead time, and each
+	// wants an instance on top of the warm buffer.
+	Booked []Booking
+	// BookedWaiting names the due bookings that maxReplicas leaves without an instance.
+	BookedWaiting []string
+	// BookingNote says what the set prepares for; empty without bookings due.
+	BookingNote string
 }
 
 // PlanScale decides what to create, retire, remove and (re)start. It is pure.
@@ -74,7 +87,9 @@ type Plan struct {
 // The floor and the warm buffer count live instances: enabled, not retiring, not recycled,
 // and built from the current spec. Leased instances are busy; the others, ready or still
 // starting, are warm. Wanted = max(minReplicas, busy + minAvailableReplicas + demand),
-// capped by maxReplicas, which counts every instance not being removed or recycled. A
+// capped by maxReplicas, which counts every instance not being removed or recycled. Each
+// booking due (begin time within LeadTime) adds one to Wanted, and to the Pods started under
+// WaitForFirstConsumer; a later one makes the plan requeue for when it falls due. A
 // surplus of warm instances is retired only after the cooldown of continuous surplus; an
 // excess over the ceiling is retired at once. A leased instance is never retired or removed.
 // An unleased instance whose Problem asks for replacement is retired and replaced. While
@@ -131,7 +146,9 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
-	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand)
+	due, wake := bookedDemand(in.Bookings, in.LeadTime, in.Now)
+	p.Booked = due
+	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand+int32(len(due)))
 	capped := p.Wanted
 	if in.MaxReplicas > 0 && capped > in.MaxReplicas {
 		capped = in.MaxReplicas
@@ -191,7 +208,11 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
-	p.StartPods = podsToStart(in, warm, leasedLive)
+	if in.MaxReplicas > 0 {
+		p.BookedWaiting = bookingsOverCeiling(due, in.MaxReplicas-busy-in.Demand)
+	}
+	p.BookingNote = BookingSummary(due, min(p.Create, int32(len(due))), in.LeadTime, p.BookedWaiting)
+	p.StartPods = podsToStart(in, warm, leasedLive, int32(len(due)))
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {
 		p.BackingOff, p.Held = true, p.Create
@@ -200,14 +221,17 @@ func PlanScale(in PlanInput) Plan {
 			p.RequeueAfter = wait
 		}
 	}
+	if wake > 0 && (p.RequeueAfter == 0 || wake < p.RequeueAfter) {
+		p.RequeueAfter = wake // the next booking falls due
+	}
 	return p
 }
 
 // podsToStart picks the instances that should get a Pod and have none. A leased instance
 // always does (its Pod failed and was restarted, or someone deleted it: the lease holder waits
 // for it). Immediate: every live instance. WaitForFirstConsumer: only as many idle instances
-// as Leases wait for, beyond those already starting.
-func podsToStart(in PlanInput, warm, leased []*Instance) []*Instance {
+// as Leases wait for or bookings are due, beyond those already starting.
+func podsToStart(in PlanInput, warm, leased []*Instance, booked int32) []*Instance {
 	var out []*Instance
 	for _, i := range leased {
 		if !i.HasPod() {
@@ -222,7 +246,7 @@ func podsToStart(in PlanInput, warm, leased []*Instance) []*Instance {
 		}
 		return out
 	}
-	need := in.Demand
+	need := in.Demand + booked
 	for _, i := range warm {
 		if i.ActivePod() != nil {
 			need--

@@ -63,6 +63,11 @@ func randomInput(seed int64) PlanInput {
 		since := in.Now.Add(-time.Duration(rng.Intn(600)) * time.Second)
 		in.SurplusSince = &since
 	}
+	for k := rng.Intn(4); k > 0; k-- {
+		in.Bookings = append(in.Bookings, Booking{Name: fmt.Sprint("b", k), Begin: in.Now.Add(time.Duration(rng.Intn(120)-20) * time.Second)})
+	}
+	sortBookings(in.Bookings)
+	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
 	return in
 }
 
@@ -93,6 +98,21 @@ func checkPlanInvariants(t *testing.T, in PlanInput, p Plan) {
 		if p.Create > 0 && occupied+in.Expected+p.Create > in.MaxReplicas {
 			t.Fatalf("plan creates %d with %d occupied and %d expected: over maxReplicas %d", p.Create, occupied, in.Expected, in.MaxReplicas)
 		}
+	}
+	due := map[string]bool{}
+	for _, b := range p.Booked {
+		due[b.Name] = true
+		if b.Begin.Sub(in.Now) > in.LeadTime {
+			t.Fatalf("booking %s counted %s before its begin, lead %s", b.Name, b.Begin.Sub(in.Now), in.LeadTime)
+		}
+	}
+	for _, name := range p.BookedWaiting {
+		if !due[name] {
+			t.Fatalf("booking %s named waiting but not due", name)
+		}
+	}
+	if len(p.BookedWaiting) > 0 && !p.Limited {
+		t.Fatalf("bookings %v wait for the ceiling but the plan is not Limited", p.BookedWaiting)
 	}
 	if p.RequeueAfter < 0 {
 		t.Fatalf("negative requeue %v", p.RequeueAfter)

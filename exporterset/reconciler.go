@@ -192,6 +192,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		expected = r.expectations.reconcile(keyOf(set), p.now, obs)
 	}
 	in := planInput(p, obs, res.health, expected)
+	in.LeadTime = r.bookingLead(p, obs)
 	if res.external.holds() {
 		// The remote end's state is unknown: create and start nothing until it answers.
 		in.BackoffUntil = p.now.Add(externalRetry)
@@ -261,6 +262,7 @@ func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
 		Instances:            obs.Instances,
 		Expected:             expected,
 		Demand:               int32(len(obs.WaitingLeases)),
+		Bookings:             obs.Bookings,
 		Now:                  p.now,
 	}
 	if s.MaxReplicas != nil {

@@ -23,7 +23,6 @@ const (
 	ReasonOffline      = "Offline"      // Pending: exporters match, none Registered and Online
 	ReasonNotAvailable = "NotAvailable" // Pending: every online match is leased
 	ReasonNotReady     = "NotReady"     // Pending: free online matches are busy (exporterStatus)
-	ReasonWaiting      = "Waiting"      // Pending: the requested begin time is in the future
 	ReasonNoExporter   = "NoExporter"   // Unsatisfiable: no enabled exporter matches
 	ReasonInvalid      = "InvalidSelector"
 	ReasonReady        = "Ready"
@@ -183,12 +182,12 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 	if l.Spec.Release {
 		return reconcile.Result{}, sc.end(ctx, l, ReasonReleased, "The lease was marked for release")
 	}
-	if l.Spec.EndTime != nil && !now.Before(l.Spec.EndTime.Time) {
+	if end, ok := plannedEnd(l); ok && !now.Before(end) {
 		return reconcile.Result{}, sc.end(ctx, l, ReasonExpired, "The lease has expired")
 	}
 	if begin, ok := requestedBegin(l); ok && now.Before(begin) {
-		err := sc.setPending(ctx, l, ReasonWaiting, fmt.Sprintf("The lease begins at %s", begin.UTC().Format(time.RFC3339)))
-		return reconcile.Result{RequeueAfter: requeueAt(begin, now)}, err
+		// A booked lease: upstream sets no condition and looks again at its begin time.
+		return reconcile.Result{RequeueAfter: requeueAt(begin, now)}, nil
 	}
 
 	candidates, err := sc.candidates(ctx, sc.s.client, l, sel)
@@ -218,7 +217,7 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 	}
 	chosen, reason, msg := sc.pick(l, candidates, leasedInCache)
 	if chosen == nil {
-		return reconcile.Result{RequeueAfter: pendingSafetyRequeue}, sc.setPending(ctx, l, reason, msg)
+		return reconcile.Result{RequeueAfter: waitingRequeue(l, now)}, sc.setPending(ctx, l, reason, msg)
 	}
 	return sc.assign(ctx, l, chosen, now)
 }

@@ -9,7 +9,7 @@ import (
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
 
-// The scheduler over time: the after-lease delay, expiry, begin times, invalid selectors
+// The scheduler over time: the after-lease delay, expiry, invalid selectors
 // and a restart that keeps assignments.
 
 func TestAfterLeaseDelay(t *testing.T) {
@@ -81,34 +81,6 @@ func TestLeaseExpires(t *testing.T) {
 	}
 	if c := cond(l, jsv1.LeaseConditionReady); c == nil || c.Reason != ReasonExpired || l.Status.ExporterRef != nil {
 		t.Fatalf("late lease %+v", l.Status)
-	}
-}
-
-func TestLeaseWaitsForBeginTime(t *testing.T) {
-	t.Parallel()
-	sim, ns := startSim(t)
-	ctx := testCtx(t)
-	startExporter(t, sim, ns, "e", board, false)
-	begin := metav1.NewTime(time.Now().Add(2 * time.Second))
-	l := &jsv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"},
-		Spec: jsv1.LeaseSpec{
-			ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{MatchLabels: board},
-			BeginTime: &begin, Duration: &metav1.Duration{Duration: time.Minute},
-		},
-	}
-	if err := env.Client.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.WaitLeasePending(ctx, ns, "later", ReasonWaiting); err != nil {
-		t.Fatal(err)
-	}
-	got, err := sim.WaitLeaseAssigned(ctx, ns, "later")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status.BeginTime.Time.Before(begin.Truncate(time.Second)) {
-		t.Fatalf("began %v, before %v", got.Status.BeginTime, begin)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -226,7 +227,22 @@ func (sc *scheduler) releaseExporter(ctx context.Context, l *jsv1.Lease, ended b
 		return err
 	}
 	sc.unreserve(leaseKey)
+	// The Exporter's update may have been handled while the reservation still held it: look
+	// at the waiting leases again now that it is free.
+	sc.pokeWaiting(ctx, l.Namespace)
 	return nil
+}
+
+// pokeWaiting enqueues the waiting leases of namespace (without blocking: a full queue of
+// pokes already brings them round).
+func (sc *scheduler) pokeWaiting(ctx context.Context, namespace string) {
+	for _, req := range sc.waitingLeases(ctx, namespace) {
+		ev := event.GenericEvent{Object: &jsv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}}
+		select {
+		case sc.s.leasePokes <- ev:
+		default:
+		}
+	}
 }
 
 // clearLeaseRef frees ex from lease. ended says the lease ended (rather than vanished), which

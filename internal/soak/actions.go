@@ -35,6 +35,7 @@ func (wk *Walk) catalogue() []action {
 	return []action{
 		{"take-lease", 12, wk.takeLease},
 		{"release-lease", 9, wk.releaseLease},
+		{"book-lease", 4, wk.bookLease},
 		{"fail-pod", 4, wk.failPod},
 		{"delete-pod", 3, wk.deletePod},
 		{"set-offline", 3, wk.setOffline},

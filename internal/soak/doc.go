@@ -78,7 +78,9 @@
 // bounded time, the status of every set must equal a recomputation from the objects, the
 // warm buffer and the floor must be met where the ceiling allows, nothing may still be recycling, and no Pod, Secret or Exporter
 // may be orphaned, and no remote resource of the external fake may lack its Exporter (same
-// name and UID) nor a recorded Exporter its remote resource ([Checker.Final]).
+// name and UID) nor a recorded Exporter its remote resource ([Checker.Final]). The walk also
+// books leases ahead (bookings.go); the final state waits for every booking to begin, and
+// each must then be assigned where its set's ceiling allows.
 //
 // Run it with `make soak` (SOAK_DURATION, default 2m, split between seed 1 and a random seed;
 // `make soak DURATION=30m` for a long run, `SOAK_SEED=n` to replay one seed). `go test ./...`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,9 @@ import (
 //   - it is not above maxReplicas, except by leased or hand-disabled instances;
 //   - its warm buffer holds minAvailableReplicas where the ceiling allows, that is up to
 //     maxReplicas minus the leased and hand-disabled instances: available (ready, enabled,
-//     unleased) ones under Immediate binding, idle enabled ones under WaitForFirstConsumer.
+//     unleased) ones under Immediate binding, idle enabled ones under WaitForFirstConsumer;
+//   - every booked lease that has begun is assigned where the set's ceiling allows
+//     (bookings.go).
 //
 // And for the namespace: no Pod or Secret whose owning Exporter is gone, no Exporter
 // without an existing ExporterSet as its controller, and (WatchRemote) no remote resource of
@@ -56,6 +59,11 @@ func (c *Checker) Final(ctx context.Context) ([]string, error) {
 		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner)...)
 	}
 	problems = append(problems, orphans(sets.Items, exporters.Items, pods.Items, secrets.Items)...)
+	leases, err := listLeases(ctx, r, c.ns)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, bookingProblems(leases, sets.Items, exporters.Items, time.Now())...)
 	problems = append(problems, remoteProblems(c.ns, exporters.Items, c.remoteList())...)
 	sort.Strings(problems)
 	return problems, nil
