@@ -92,6 +92,17 @@ func TestMemoryEndsWithItsInstanceAndSet(t *testing.T) {
 // token reads the exporter's Jumpstarter token from its credential Secret.
 func (w *world) token(e jumpstarterv1alpha1.Exporter) []byte {
 	w.t.Helper()
+	// e may be a snapshot from before its credential was issued (a busy machine): read it
+	// again until it names one.
+	w.eventually(10*time.Second, "exporter "+e.Name+" has a credential", func() string {
+		if err := w.c.Get(w.ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Name}, &e); err != nil {
+			return err.Error()
+		}
+		if e.Status.Credential == nil {
+			return "no status.credential yet"
+		}
+		return ""
+	})
 	var s corev1.Secret
 	if err := w.c.Get(w.ctx, types.NamespacedName{Namespace: e.Namespace, Name: e.Status.Credential.Name}, &s); err != nil {
 		w.t.Fatal(err)
