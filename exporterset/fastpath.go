@@ -122,6 +122,7 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err != nil || !fresh {
 		return reconcile.Result{}, err
 	}
+	defer r.finishFirst.finish()() // new Exporter creates make way for this instance's writes
 	p := &pass{
 		set: &set, now: now, class: fe.class, prov: fe.prov, req: fe.req, hash: fe.hash,
 		selector: fe.selector, events: r.fastEvents(keyOf(&set)), requeue: &soonest{},

@@ -49,6 +49,9 @@ type Reconciler struct {
 	memory *memory
 	// instanceLocks serve the fast path (fastpath.go).
 	instanceLocks instanceLocks
+	// finishFirst holds new Exporter creates back while instances already begun are being
+	// finished (finishfirst.go).
+	finishFirst finishFirst
 }
 
 // ownWrites is the status this reconciler last wrote, per set.
