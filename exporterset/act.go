@@ -120,6 +120,9 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisio
 	var wg sync.WaitGroup
 	for _, i := range finishOrder(live, start) {
 		in := live[i]
+		if in.Credentialed() {
+			r.finishFirst.credentialed(in.Exporter.Namespace + "/" + in.Name())
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -215,10 +218,12 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
+	// Windowed where the fast path takes the instances up: it is what reports them back.
+	_, windowed := r.memory.fast.forSet(keyOf(p.set))
+	windowed = windowed && r.fastPath
 	for _, name := range names {
-		// A slot from the finish-first gate: while an instance already begun is being
-		// finished, only a few creates are in flight beside it.
-		release, err := r.finishFirst.create(ctx, r.createParallelism)
+		// A slot from the finish-first gate (finishfirst.go).
+		release, err := r.finishFirst.create(ctx, r.createParallelism, windowed, time.Now)
 		if err != nil {
 			mu.Lock()
 			errs = append(errs, err)
@@ -227,9 +232,14 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { release(); wg.Done() }()
 			e := r.newExporter(p, name)
 			err := r.client.Create(ctx, e)
+			if err == nil {
+				release(p.set.Namespace + "/" + name)
+			} else {
+				release("")
+			}
+			defer wg.Done()
 			mu.Lock()
 			defer mu.Unlock()
 			if apierrors.IsAlreadyExists(err) {

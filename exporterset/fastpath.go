@@ -88,6 +88,9 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	in := &Instance{Exporter: &e}
+	if in.Credentialed() {
+		r.finishFirst.credentialed(req.String()) // back from the core: a new one may begin
+	}
 	owner := metav1.GetControllerOf(&e)
 	setName := e.Labels[LabelSet]
 	if owner == nil || owner.Kind != "ExporterSet" || setName == "" || in.Deleting() || in.Retiring() || !in.Credentialed() || !in.Enabled() {

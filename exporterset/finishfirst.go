@@ -4,37 +4,54 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Finish before you start. A scale-up is a pipeline: an Exporter create, then the Jumpstarter
 // core's credential, then ours again (label the credential, config Secret, Pod), then the
 // kubelet's and the core's writes. Every request waits its turn at one API server, so an
-// instance whose chain is under way was held behind whatever else the reconciler had in
-// flight: with 64 Exporter creates in flight the first instance of 500 became available after
-// 5-7 s, though its own chain takes 0.3 s. So the writes that finish an instance already
-// begun go first, and new instances are begun only beside them, a few at a time:
+// instance whose chain is under way was held behind whatever else was in flight: with 64
+// Exporter creates in flight at a time the first instance of 500 became available after
+// 5-7 s, though its own chain takes 0.3 s. So the reconciler serves the instances already
+// begun before it begins new ones, with two bounds on Exporter creates:
 //
-//   - finishing (the fast path, or a pass configuring an instance that has work left) never
-//     waits here;
-//   - Exporter creates run at most createParallelism at once while nothing is being
-//     finished, and at most createsWhileFinishing at once while something is.
+//   - in flight: at most createParallelism creates at once while nothing is being finished,
+//     and at most createsWhileFinishing while an instance's own writes are under way (the
+//     fast path, or a pass configuring an instance that has writes left). Finishing itself
+//     never waits here.
+//   - begun: where the fast path takes instances up (window true), at most window instances
+//     created and not yet seen with their credential. The window opens at initialWindow and
+//     grows by one for each instance that comes back credentialed (so it doubles with each
+//     round trip, as TCP's slow start does), up to createParallelism; it starts over once
+//     the pipeline has been empty for beginTimeout. An instance not back within beginTimeout counts as back: a
+//     Jumpstarter core that is slow or down slows creates, it does not stop them.
 //
-// The pipeline then carries as many instances as the API server can serve, and the first
-// one is never stuck behind the last one's create.
+// The pipeline then carries as many instances as the API server serves, and the first
+// instance is never stuck behind the last one's create.
 
 // createsWhileFinishing is how many Exporter creates may be in flight while an instance is
-// being finished. Enough to keep the pipeline fed (an instance is nine writes, one of them
-// its create, so creates are a ninth of the work), few enough that a finishing write waits
-// behind at most this many of ours.
+// being finished: an instance is nine writes, one of them its create, so a few keep the
+// pipeline fed, and a finishing write waits behind at most this many of ours.
 const createsWhileFinishing = 2
+
+// initialWindow is how many instances a scale-up begins before the first one comes back
+// with its credential.
+const initialWindow = 4
+
+// beginTimeout is how long a created instance holds a place in the window while its
+// credential has not come.
+const beginTimeout = 2 * time.Second
 
 // finishFirst is the gate between finishing and beginning instances; the zero value is
 // ready to use.
 type finishFirst struct {
 	mu        sync.Mutex
-	finishing int           // instances whose own writes are under way
-	creating  int           // Exporter creates in flight
-	changed   chan struct{} // closed (and replaced) when either count falls
+	finishing int                  // instances whose own writes are under way
+	creating  int                  // Exporter creates in flight
+	begun     map[string]time.Time // namespace/name of instances created, credential not seen yet
+	window    int                  // how many may be begun; 0 until the first create
+	active    time.Time            // the last create, credential or finish
+	changed   chan struct{}        // closed (and replaced) when a create may go ahead
 }
 
 // finish marks one instance's finishing writes as under way; call the returned func when
@@ -46,29 +63,58 @@ func (g *finishFirst) finish() (done func()) {
 	return func() {
 		g.mu.Lock()
 		g.finishing--
+		g.active = time.Now()
 		g.wake()
 		g.mu.Unlock()
 	}
 }
 
-// create waits for a slot for one Exporter create: limit of them at most while nothing is
-// being finished, createsWhileFinishing while something is. It returns ctx's error when ctx
-// ends first; otherwise call release when the create is done.
-func (g *finishFirst) create(ctx context.Context, limit int) (release func(), err error) {
+// credentialed records that the instance key (namespace/name) came back with its
+// credential: its place in the window goes to a new one, and the window grows.
+func (g *finishFirst) credentialed(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.begun[key]; ok {
+		delete(g.begun, key)
+		g.active = time.Now()
+		g.grow(1)
+	}
+}
+
+// grow widens the window by n (g.mu held).
+func (g *finishFirst) grow(n int) {
+	g.window += n
+	g.wake()
+}
+
+// create waits for a slot for one Exporter create (see above; windowed only where the fast
+// path takes instances up). limit is createParallelism. It returns ctx's error when ctx ends
+// first; otherwise call done with the instance's key once the create succeeded ("" when it
+// did not).
+func (g *finishFirst) create(ctx context.Context, limit int, windowed bool, now func() time.Time) (done func(key string), err error) {
 	for {
 		g.mu.Lock()
+		wait := g.expire(now(), limit)
 		allowed := limit
 		if g.finishing > 0 {
 			allowed = min(limit, createsWhileFinishing)
 		}
-		if g.creating < max(1, allowed) {
+		full := windowed && len(g.begun) >= g.window
+		if g.creating < max(1, allowed) && !full {
 			g.creating++
 			g.mu.Unlock()
-			return func() {
+			return func(key string) {
 				g.mu.Lock()
+				defer g.mu.Unlock()
 				g.creating--
+				g.active = now()
+				if windowed && key != "" {
+					if g.begun == nil {
+						g.begun = map[string]time.Time{}
+					}
+					g.begun[key] = g.active
+				}
 				g.wake()
-				g.mu.Unlock()
 			}, nil
 		}
 		if g.changed == nil {
@@ -76,12 +122,46 @@ func (g *finishFirst) create(ctx context.Context, limit int) (release func(), er
 		}
 		ch := g.changed
 		g.mu.Unlock()
+		var timer *time.Timer
+		var timeout <-chan time.Time
+		if full && wait > 0 {
+			timer = time.NewTimer(wait)
+			timeout = timer.C
+		}
 		select {
 		case <-ch:
+		case <-timeout:
 		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// expire drops the begun instances older than beginTimeout (each counts as back), starts
+// the window over when the pipeline has been empty for beginTimeout, and returns how long until the next one
+// expires (0 for none). g.mu is held.
+func (g *finishFirst) expire(now time.Time, limit int) (next time.Duration) {
+	for key, at := range g.begun {
+		left := at.Add(beginTimeout).Sub(now)
+		if left <= 0 {
+			delete(g.begun, key)
+			g.grow(1)
+			continue
+		}
+		if next == 0 || left < next {
+			next = left
+		}
+	}
+	if len(g.begun) == 0 && g.creating == 0 && g.finishing == 0 && now.Sub(g.active) > beginTimeout {
+		g.window = initialWindow // quiet for a while: the next scale-up starts slow again
+	}
+	g.window = min(max(g.window, initialWindow), max(limit, initialWindow))
+	return next
 }
 
 // wake tells the waiting creates to look again; g.mu is held.
@@ -92,11 +172,12 @@ func (g *finishFirst) wake() {
 	}
 }
 
-// counts reports the instances being finished and the creates in flight (for tests).
-func (g *finishFirst) counts() (finishing, creating int) {
+// counts reports the instances being finished, the creates in flight and the instances
+// begun (for tests).
+func (g *finishFirst) counts() (finishing, creating, begun int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.finishing, g.creating
+	return g.finishing, g.creating, len(g.begun)
 }
 
 // hasWorkLeft reports an instance with its own writes still to do: its credential is

@@ -17,10 +17,10 @@ func TestFinishFirstGate(t *testing.T) {
 	var g finishFirst
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var releases []func()
+	var releases []func(string)
 	take := func() {
 		t.Helper()
-		rel, err := g.create(ctx, 8)
+		rel, err := g.create(ctx, 8, false, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,9 +31,9 @@ func TestFinishFirstGate(t *testing.T) {
 		take()
 	}
 	// One more must wait while the instance is being finished.
-	got := make(chan func(), 1)
+	got := make(chan func(string), 1)
 	go func() {
-		rel, err := g.create(ctx, 8)
+		rel, err := g.create(ctx, 8, false, time.Now)
 		if err == nil {
 			got <- rel
 		}
@@ -43,7 +43,7 @@ func TestFinishFirstGate(t *testing.T) {
 		t.Fatalf("a create beyond %d went ahead while an instance was being finished", createsWhileFinishing)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if f, c := g.counts(); f != 1 || c != createsWhileFinishing {
+	if f, c, _ := g.counts(); f != 1 || c != createsWhileFinishing {
 		t.Fatalf("counts finishing=%d creating=%d, want 1 and %d", f, c, createsWhileFinishing)
 	}
 	doneFinishing()
@@ -59,14 +59,60 @@ func TestFinishFirstGate(t *testing.T) {
 	// The full limit is reached: the next one waits until ctx ends.
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancelShort()
-	if _, err := g.create(short, 8); err == nil {
+	if _, err := g.create(short, 8, false, time.Now); err == nil {
 		t.Fatal("a ninth create went ahead with a limit of 8")
 	}
 	for _, rel := range releases {
-		rel()
+		rel("")
 	}
-	if f, c := g.counts(); f != 0 || c != 0 {
-		t.Fatalf("counts finishing=%d creating=%d after all released", f, c)
+	if f, c, b := g.counts(); f != 0 || c != 0 || b != 0 {
+		t.Fatalf("counts finishing=%d creating=%d begun=%d after all released", f, c, b)
+	}
+}
+
+// Windowed, a scale-up begins initialWindow instances; each one back with its credential
+// lets one more begin and widens the window; one that never comes back frees its place
+// after beginTimeout.
+func TestFinishFirstWindow(t *testing.T) {
+	var g finishFirst
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	begin := func(ctx context.Context, key string) error {
+		rel, err := g.create(ctx, 64, true, time.Now)
+		if err != nil {
+			return err
+		}
+		rel(key)
+		return nil
+	}
+	for i := range initialWindow {
+		if err := begin(ctx, string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if err := begin(short, "x"); err == nil {
+		t.Fatalf("instance %d began before any of the first %d came back", initialWindow+1, initialWindow)
+	}
+	g.credentialed("a") // back: two more may begin (its place, and the window grew by one)
+	for _, k := range []string{"e", "f"} {
+		if err := begin(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short2, cancelShort2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort2()
+	if err := begin(short2, "y"); err == nil {
+		t.Fatal("a seventh instance began with a window of five and one back")
+	}
+	// Nothing else comes back: after beginTimeout the begun ones count as back.
+	at := time.Now()
+	if err := begin(ctx, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(at); waited < beginTimeout/2 {
+		t.Fatalf("began after %v, before any begun instance timed out (%v)", waited, beginTimeout)
 	}
 }
 

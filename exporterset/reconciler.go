@@ -44,6 +44,7 @@ type Reconciler struct {
 	inventoryInterval time.Duration
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
+	fastPath          bool // the fast path runs (SetupWithManager)
 
 	// memory is all it remembers between passes, under one rule (memory.go).
 	memory *memory
