@@ -120,13 +120,13 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisio
 	var wg sync.WaitGroup
 	for _, i := range finishOrder(live, start) {
 		in := live[i]
-		if in.Credentialed() {
-			r.finishFirst.credentialed(in.Exporter.Namespace + "/" + in.Name())
-		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if in.Credentialed() {
+				defer r.finishFirst.finished(in.Exporter.Namespace + "/" + in.Name())
+			}
 			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
 			defer unlock()
 			if hasWorkLeft(in, start[in.Name()]) {

@@ -89,7 +89,7 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	in := &Instance{Exporter: &e}
 	if in.Credentialed() {
-		r.finishFirst.credentialed(req.String()) // back from the core: a new one may begin
+		defer r.finishFirst.finished(req.String()) // done with it here: a new one may begin
 	}
 	owner := metav1.GetControllerOf(&e)
 	setName := e.Labels[LabelSet]

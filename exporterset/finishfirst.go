@@ -19,12 +19,14 @@ import (
 //     and at most createsWhileFinishing while an instance's own writes are under way (the
 //     fast path, or a pass configuring an instance that has writes left). Finishing itself
 //     never waits here.
-//   - begun: where the fast path takes instances up (window true), at most window instances
-//     created and not yet seen with their credential. The window opens at initialWindow and
-//     grows by one for each instance that comes back credentialed (so it doubles with each
-//     round trip, as TCP's slow start does), up to createParallelism; it starts over once
-//     the pipeline has been empty for beginTimeout. An instance not back within beginTimeout counts as back: a
-//     Jumpstarter core that is slow or down slows creates, it does not stop them.
+//   - begun: where the fast path takes instances up (windowed), at most window instances
+//     created and not yet finished: back with their credential and taken up by the fast
+//     path or a pass, which wrote what it could (label, config Secret, Pod). The window
+//     opens at initialWindow and grows by one for each instance finished (so it doubles with
+//     each round trip, as TCP's slow start does), up to createParallelism; it starts over
+//     once the pipeline has been empty for beginTimeout. An instance not finished within
+//     beginTimeout counts as finished: a Jumpstarter core that is slow or down slows
+//     creates, it does not stop them.
 //
 // The pipeline then carries as many instances as the API server serves, and the first
 // instance is never stuck behind the last one's create.
@@ -34,12 +36,11 @@ import (
 // pipeline fed, and a finishing write waits behind at most this many of ours.
 const createsWhileFinishing = 2
 
-// initialWindow is how many instances a scale-up begins before the first one comes back
-// with its credential.
+// initialWindow is how many instances a scale-up begins before the first one is finished.
 const initialWindow = 4
 
-// beginTimeout is how long a created instance holds a place in the window while its
-// credential has not come.
+// beginTimeout is how long a created instance holds a place in the window while it is not
+// finished.
 const beginTimeout = 2 * time.Second
 
 // finishFirst is the gate between finishing and beginning instances; the zero value is
@@ -48,7 +49,7 @@ type finishFirst struct {
 	mu        sync.Mutex
 	finishing int                  // instances whose own writes are under way
 	creating  int                  // Exporter creates in flight
-	begun     map[string]time.Time // namespace/name of instances created, credential not seen yet
+	begun     map[string]time.Time // namespace/name of instances created, not finished yet
 	window    int                  // how many may be begun; 0 until the first create
 	active    time.Time            // the last create, credential or finish
 	changed   chan struct{}        // closed (and replaced) when a create may go ahead
@@ -69,9 +70,12 @@ func (g *finishFirst) finish() (done func()) {
 	}
 }
 
-// credentialed records that the instance key (namespace/name) came back with its
-// credential: its place in the window goes to a new one, and the window grows.
-func (g *finishFirst) credentialed(key string) {
+// finished records that the instance key (namespace/name) came back with its credential
+// and was taken up (its own writes are done): its place in the window goes to a new one,
+// and the window grows. (Counting it back at its credential instead let the window grow
+// while the first instance still had its config Secret and Pod to write: 0 -> 300 first
+// available 0.58 s against 0.56 s, with the bulk no faster.)
+func (g *finishFirst) finished(key string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.begun[key]; ok {
@@ -99,7 +103,7 @@ func (g *finishFirst) create(ctx context.Context, limit int, windowed bool, now 
 		if g.finishing > 0 {
 			allowed = min(limit, createsWhileFinishing)
 		}
-		full := windowed && len(g.begun) >= g.window
+		full := windowed && len(g.begun)+g.creating >= g.window // a create in flight is begun
 		if g.creating < max(1, allowed) && !full {
 			g.creating++
 			g.mu.Unlock()

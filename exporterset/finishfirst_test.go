@@ -70,8 +70,8 @@ func TestFinishFirstGate(t *testing.T) {
 	}
 }
 
-// Windowed, a scale-up begins initialWindow instances; each one back with its credential
-// lets one more begin and widens the window; one that never comes back frees its place
+// Windowed, a scale-up begins initialWindow instances; each one finished
+// lets one more begin and widens the window; one that is never finished frees its place
 // after beginTimeout.
 func TestFinishFirstWindow(t *testing.T) {
 	var g finishFirst
@@ -95,7 +95,7 @@ func TestFinishFirstWindow(t *testing.T) {
 	if err := begin(short, "x"); err == nil {
 		t.Fatalf("instance %d began before any of the first %d came back", initialWindow+1, initialWindow)
 	}
-	g.credentialed("a") // back: two more may begin (its place, and the window grew by one)
+	g.finished("a") // back: two more may begin (its place, and the window grew by one)
 	for _, k := range []string{"e", "f"} {
 		if err := begin(ctx, k); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestFinishFirstWindow(t *testing.T) {
 	if err := begin(short2, "y"); err == nil {
 		t.Fatal("a seventh instance began with a window of five and one back")
 	}
-	// Nothing else comes back: after beginTimeout the begun ones count as back.
+	// Nothing else is finished: after beginTimeout the begun ones count as finished.
 	at := time.Now()
 	if err := begin(ctx, "g"); err != nil {
 		t.Fatal(err)
