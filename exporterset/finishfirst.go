@@ -22,8 +22,8 @@ import (
 //   - begun: where the fast path takes instances up (windowed), at most window instances
 //     created and not yet finished: back with their credential and taken up by the fast
 //     path or a pass, which wrote what it could (label, config Secret, Pod). The window
-//     opens at initialWindow and grows by one for each instance finished (so it doubles with
-//     each round trip, as TCP's slow start does), up to createParallelism; it starts over
+//     opens at initialWindow and grows by windowGrowth for each instance finished (so it
+//     triples with each round trip, a slow start as TCP's), up to windowLimit; it starts over
 //     once the pipeline has been empty for beginTimeout. An instance not finished within
 //     beginTimeout counts as finished: a Jumpstarter core that is slow or down slows
 //     creates, it does not stop them.
@@ -38,6 +38,17 @@ const createsWhileFinishing = 2
 
 // initialWindow is how many instances a scale-up begins before the first one is finished.
 const initialWindow = 4
+
+// windowGrowth is how much the window grows for each instance finished: it triples with
+// each round trip. (Growing by one, doubling, cost 0 -> 300 two to three seconds on a loaded
+// machine, the window still small while credentials took a second to come.)
+const windowGrowth = 2
+
+// windowLimit bounds the window, in createParallelisms. It is no throttle: the window is
+// there for the first instances of a scale-up, and when it stopped at createParallelism, a
+// loaded API server (a second from create to credential) held a scale-up of 300 to 64
+// instances a second in the pipeline.
+const windowLimit = 8
 
 // beginTimeout is how long a created instance holds a place in the window while it is not
 // finished.
@@ -81,7 +92,7 @@ func (g *finishFirst) finished(key string) {
 	if _, ok := g.begun[key]; ok {
 		delete(g.begun, key)
 		g.active = time.Now()
-		g.grow(1)
+		g.grow(windowGrowth)
 	}
 }
 
@@ -164,7 +175,7 @@ func (g *finishFirst) expire(now time.Time, limit int) (next time.Duration) {
 	if len(g.begun) == 0 && g.creating == 0 && g.finishing == 0 && now.Sub(g.active) > beginTimeout {
 		g.window = initialWindow // quiet for a while: the next scale-up starts slow again
 	}
-	g.window = min(max(g.window, initialWindow), max(limit, initialWindow))
+	g.window = min(max(g.window, initialWindow), windowLimit*max(limit, 1))
 	return next
 }
 
