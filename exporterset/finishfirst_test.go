@@ -95,16 +95,16 @@ func TestFinishFirstWindow(t *testing.T) {
 	if err := begin(short, "x"); err == nil {
 		t.Fatalf("instance %d began before any of the first %d came back", initialWindow+1, initialWindow)
 	}
-	g.finished("a") // back: two more may begin (its place, and the window grew by one)
-	for _, k := range []string{"e", "f"} {
-		if err := begin(ctx, k); err != nil {
+	g.finished("a") // finished: its place, and windowGrowth more, may begin
+	for k := range 1 + windowGrowth {
+		if err := begin(ctx, string(rune('e'+k))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	short2, cancelShort2 := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancelShort2()
 	if err := begin(short2, "y"); err == nil {
-		t.Fatal("a seventh instance began with a window of five and one back")
+		t.Fatalf("an instance began beyond a window of %d with one finished", initialWindow+windowGrowth)
 	}
 	// Nothing else is finished: after beginTimeout the begun ones count as finished.
 	at := time.Now()
