@@ -63,28 +63,18 @@ const retireGrace = 2 * time.Second
 const conflictRetry = time.Second
 
 // remove deletes an unleased instance (or, under reclaimPolicy Retain, releases it from the
-// set). Two checks guard a lease: the delete carries the Exporter's UID and a
-// resourceVersion the set saw as preconditions, so an instance whose leaseRef was written
-// since is never deleted; and a Lease list read from the API server just before the delete
-// finds one the lease scheduler has assigned but not yet written into the Exporter (it
-// writes the Lease's exporterRef first).
-//
-// The resourceVersion is the pass's own (from the cache, or retire's patch): the cache may
-// be behind, and then the delete conflicts and remove reads the Exporter afresh and decides
-// once more on that. Before, every removal re-read the Exporter first, and in a lease storm
-// that read sat in front of every delete. External instances and Retain are re-read first
-// as before: their Cleanup reaches a remote end, and a release is a patch that a stale
-// resourceVersion would only make conflict.
+// set). It re-reads the Exporter from the API server first and deletes with that read's UID
+// and resourceVersion as preconditions, so an instance that got a lease in between is never
+// deleted; nor is one that a Lease not yet reflected in its leaseRef is assigned to (an
+// uncached Lease list just before the delete). A pass runs its removals beside its creates
+// and configuring (act.go), so these reads are no longer waited for by the replacement.
+// (Deleting on the cache's resourceVersion without the re-read was tried: in a lease storm
+// about half the deletes conflicted, the exited exporter's status having moved on, and the
+// conflict and the read after it made removals longer, not shorter.)
 func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	if wait := retireGraceLeft(in.Exporter, p.now); wait > 0 {
 		p.requeueIn(wait)
 		return nil
-	}
-	if externalOf(p.prov) == nil && p.class.Spec.ReclaimPolicy != vtv1alpha1.ReclaimRetain {
-		done, err := r.deleteUnleased(ctx, p, in, in.Exporter)
-		if done || err != nil {
-			return err
-		}
 	}
 	var fresh jumpstarterv1alpha1.Exporter
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(in.Exporter), &fresh); err != nil {
