@@ -39,7 +39,14 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	for _, in := range plan.Remove {
 		done[in.Name()] = true
 	}
-	errs = append(errs, r.removeAll(ctx, p, plan.Remove))
+	// Removals overlap the rest: the plan does not count the instances it removes against
+	// maxReplicas, so their replacements need not wait for them, and a replacement's create
+	// goes first (a removal is three requests, a lease check among them).
+	removed := make(chan error, 1)
+	removeLater := func() { go func() { removed <- r.removeAll(ctx, p, plan.Remove) }() }
+	if plan.Create == 0 {
+		removeLater()
+	}
 	for _, in := range plan.Retire {
 		done[in.Name()] = true
 		errs = append(errs, r.retire(ctx, p, in))
@@ -64,6 +71,9 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		res.createErr = err
 		errs = append(errs, err)
 	}
+	if plan.Create > 0 {
+		removeLater()
+	}
 
 	start := map[string]bool{}
 	for _, in := range plan.StartPods {
@@ -77,7 +87,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		live = append(live, in)
 	}
 	res.configured, res.caProblem, err = r.configureAll(ctx, p, extReq, live, start)
-	errs = append(errs, err)
+	errs = append(errs, err, <-removed)
 	if extReq != nil && err == nil {
 		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
 	}
@@ -91,7 +101,9 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 // once: an instance new to the pool costs a few requests (token, config Secret, Pod), and
 // one instance after another a scale-up of N took N times their round trips. Each returns
 // its own result, in instance order, so the conditions come out exactly as one after
-// another. The CA bundle is read once, first, not by every instance at once.
+// another. They are taken up in finishOrder, those closest to serving first, and those with
+// writes to do hold new Exporter creates back meanwhile (finishfirst.go). The CA bundle is
+// read once, first, not by every instance at once.
 func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance, start map[string]bool) ([]configureResult, string, error) {
 	var ca []byte
 	var caProblem string
@@ -106,13 +118,20 @@ func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisio
 	errs := make([]error, len(live), len(live)+1)
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
-	for i, in := range live {
+	for _, i := range finishOrder(live, start) {
+		in := live[i]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			if in.Credentialed() {
+				defer r.finishFirst.finished(in.Exporter.Namespace + "/" + in.Name())
+			}
 			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
 			defer unlock()
+			if hasWorkLeft(in, start[in.Name()]) {
+				defer r.finishFirst.finish()()
+			}
 			if extReq != nil { // its target first; its Pod once the target is ready
 				invalid, err := r.ensureExternal(ctx, p, extReq, in)
 				if invalid != nil || err != nil {
@@ -149,11 +168,17 @@ func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) er
 
 // createInstances creates n Exporters in slow-start batches (1, 2, 4, ...), as the
 // ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
-// not n. Creates within a batch run concurrently.
+// not n. Creates within a batch run concurrently, as many at once as the finish-first gate
+// allows (finishfirst.go): few while an instance already begun is being finished.
 func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observation, n int32, seq int64) (int64, error) {
 	if n <= 0 {
 		return seq, nil
 	}
+	// The fast path needs the CA bundle the moment the first credential appears: read it
+	// beside the first creates, not on that instance's chain.
+	prefetched := make(chan struct{})
+	go func() { defer close(prefetched); _, _, _ = r.caBundle(ctx, p) }()
+	defer func() { <-prefetched }()
 	// A pass whose status write failed after it created instances leaves the sequence
 	// behind them: the names it would compute again belong to instances already counted.
 	taken := map[string]bool{}
@@ -193,14 +218,28 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.createParallelism)
+	// Windowed where the fast path takes the instances up: it is what reports them back.
+	_, windowed := r.memory.fast.forSet(keyOf(p.set))
+	windowed = windowed && r.fastPath
 	for _, name := range names {
+		// A slot from the finish-first gate (finishfirst.go).
+		release, err := r.finishFirst.create(ctx, r.createParallelism, windowed, time.Now)
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done() }()
 			e := r.newExporter(p, name)
 			err := r.client.Create(ctx, e)
+			if err == nil {
+				release(p.set.Namespace + "/" + name)
+			} else {
+				release("")
+			}
+			defer wg.Done()
 			mu.Lock()
 			defer mu.Unlock()
 			if apierrors.IsAlreadyExists(err) {

@@ -28,7 +28,10 @@
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
 // Beside the passes, the fast path (fastpath.go) configures and starts a fresh instance the
-// moment its credential appears, with the request its set's last pass prepared. What the
+// moment its credential appears, with the request its set's last pass prepared. Both serve
+// instances already begun before new ones are begun: Exporter creates wait at a gate
+// (finishfirst.go) while instances are being finished, and beyond a window of instances
+// begun and not yet finished. What the
 // reconciler remembers between passes lives in memory.go under one rule: nothing outlives
 // the set or the instance it is about.
 //

@@ -88,6 +88,9 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	in := &Instance{Exporter: &e}
+	if in.Credentialed() {
+		defer r.finishFirst.finished(req.String()) // done with it here: a new one may begin
+	}
 	owner := metav1.GetControllerOf(&e)
 	setName := e.Labels[LabelSet]
 	if owner == nil || owner.Kind != "ExporterSet" || setName == "" || in.Deleting() || in.Retiring() || !in.Credentialed() || !in.Enabled() {
@@ -122,6 +125,7 @@ func (f fastStart) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if err != nil || !fresh {
 		return reconcile.Result{}, err
 	}
+	defer r.finishFirst.finish()() // new Exporter creates make way for this instance's writes
 	p := &pass{
 		set: &set, now: now, class: fe.class, prov: fe.prov, req: fe.req, hash: fe.hash,
 		selector: fe.selector, events: r.fastEvents(keyOf(&set)), requeue: &soonest{},

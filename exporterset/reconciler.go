@@ -46,11 +46,15 @@ type Reconciler struct {
 	inventoryInterval time.Duration
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
+	fastPath          bool // the fast path runs (SetupWithManager)
 
 	// memory is all it remembers between passes, under one rule (memory.go).
 	memory *memory
 	// instanceLocks serve the fast path (fastpath.go).
 	instanceLocks instanceLocks
+	// finishFirst holds new Exporter creates back while instances already begun are being
+	// finished (finishfirst.go).
+	finishFirst finishFirst
 }
 
 // ownWrites is the status this reconciler last wrote, per set.

@@ -63,11 +63,15 @@ const retireGrace = 2 * time.Second
 const conflictRetry = time.Second
 
 // remove deletes an unleased instance (or, under reclaimPolicy Retain, releases it from the
-// set). It re-reads the Exporter from the API server first and deletes with that read's
-// resourceVersion as a precondition, so an instance that got a lease in between is never
-// deleted; nor is one that a Lease not yet reflected in its leaseRef is assigned to.
+// set). It re-reads the Exporter from the API server first and deletes with that read's UID
+// and resourceVersion as preconditions, so an instance that got a lease in between is never
+// deleted; nor is one that a Lease not yet reflected in its leaseRef is assigned to (an
+// uncached Lease list just before the delete). A pass runs its removals beside its creates
+// and configuring (act.go), so these reads are no longer waited for by the replacement.
+// (Deleting on the cache's resourceVersion without the re-read was tried: in a lease storm
+// about half the deletes conflicted, the exited exporter's status having moved on, and the
+// conflict and the read after it made removals longer, not shorter.)
 func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
-	log := logf.FromContext(ctx)
 	if wait := retireGraceLeft(in.Exporter, p.now); wait > 0 {
 		p.requeueIn(wait)
 		return nil
@@ -76,54 +80,65 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(in.Exporter), &fresh); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if !isControlledBy(&fresh, p.set.UID) || fresh.DeletionTimestamp != nil {
-		return nil
+	done, err := r.deleteUnleased(ctx, p, in, &fresh)
+	if !done && err == nil {
+		p.requeueIn(conflictRetry) // it changed since the re-read (maybe a lease): decide again soon
 	}
-	if fresh.Status.LeaseRef != nil && fresh.Status.LeaseRef.Name != "" {
-		log.Info("instance got a lease before it could be removed; keeping it until the lease ends", "exporter", fresh.Name, "lease", fresh.Status.LeaseRef.Name)
-		return nil
+	return err
+}
+
+// deleteUnleased deletes (or releases) e, the Exporter of in as of some read, unless it is
+// leased. done is false only when the delete conflicted: e is not the Exporter as it is now.
+func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, e *jumpstarterv1alpha1.Exporter) (done bool, err error) {
+	log := logf.FromContext(ctx)
+	if !isControlledBy(e, p.set.UID) || e.DeletionTimestamp != nil {
+		return true, nil
 	}
-	lease, err := r.assignedLease(ctx, &fresh)
+	if e.Status.LeaseRef != nil && e.Status.LeaseRef.Name != "" {
+		log.Info("instance got a lease before it could be removed; keeping it until the lease ends", "exporter", e.Name, "lease", e.Status.LeaseRef.Name)
+		return true, nil
+	}
+	lease, err := r.assignedLease(ctx, e)
 	if err != nil {
-		return fmt.Errorf("reading the leases of %s: %w", fresh.Name, err)
+		return true, fmt.Errorf("reading the leases of %s: %w", e.Name, err)
 	}
 	if lease != "" {
-		log.Info("a lease was assigned to the instance before it could be removed; keeping it until the lease ends", "exporter", fresh.Name, "lease", lease)
+		log.Info("a lease was assigned to the instance before it could be removed; keeping it until the lease ends", "exporter", e.Name, "lease", lease)
 		p.requeueIn(retireGrace) // its leaseRef normally follows (and a reconcile with it), but a pinned lease's end maps to no set
-		return nil
+		return true, nil
 	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
 	req, err := r.cleanupRequest(ctx, p)
 	if err != nil {
-		return fmt.Errorf("cleaning up %s: %w", fresh.Name, err)
+		return true, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
-	if err := p.prov.Cleanup(ctx, req.ForExporter(&fresh, ConfigSecretName(fresh.Name))); err != nil {
-		r.warning(p.set, &fresh, EventProvisionerError, "Cleanup", "cleaning up %s: %v", fresh.Name, err)
-		return fmt.Errorf("cleaning up %s: %w", fresh.Name, err)
+	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
+		r.warning(p.set, e, EventProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
+		return true, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
-		return r.release(ctx, p, &fresh)
+		return true, r.release(ctx, p, e)
 	}
-	err = r.client.Delete(ctx, &fresh, client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	uid, rv := e.UID, e.ResourceVersion
+	err = r.client.Delete(ctx, e.DeepCopy(), client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsConflict(err) {
-		p.requeueIn(conflictRetry) // it changed since the re-read (maybe a lease): decide again soon
-		return nil
+		return false, nil
 	}
 	if apierrors.IsNotFound(err) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("deleting %s: %w", fresh.Name, err)
+		return true, fmt.Errorf("deleting %s: %w", e.Name, err)
 	}
-	r.memory.drivers.dropInstance(keyOf(p.set), fresh.UID)
-	r.memory.configs.dropInstance(keyOf(p.set), fresh.UID) // it holds the token
+	r.memory.drivers.dropInstance(keyOf(p.set), e.UID)
+	r.memory.configs.dropInstance(keyOf(p.set), e.UID) // it holds the token
 	if recycled {
-		p.events.add(EventRecycled, fresh.Name, &fresh)
+		p.events.add(EventRecycled, e.Name, e)
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
 	} else {
-		p.events.add(EventRetired, fresh.Name, &fresh)
+		p.events.add(EventRetired, e.Name, e)
 	}
-	return nil
+	return true, nil
 }
 
 // retireGraceLeft is how long a retiring Exporter must still wait before removal; 0 for

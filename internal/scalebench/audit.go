@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// auditPolicy records the two controllers' requests at Metadata level (no bodies) and
+// auditPolicy records the controllers' requests at Metadata level (no bodies) and
 // nothing else: the simulator and the benchmark would only add volume. With all, every
 // user's requests are recorded, to follow a whole pipeline when looking into a result.
 func auditPolicy(all bool) string {
 	users := `
-  users: ["` + userOurs + `", "` + userRS + `"]`
+  users: ["` + userOurs + `", "` + userRS + `", "` + userUpstream + `"]`
 	if all {
 		users = ""
 	}

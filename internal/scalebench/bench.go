@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/exporterset/exporterset/internal/jumpsim"
@@ -50,6 +51,18 @@ type Config struct {
 	// OursOnly skips every ReplicaSet-controller run (no kube-controller-manager needed):
 	// for a quick look at our own figures.
 	OursOnly bool
+	// UpstreamBin, when set, is upstream's exporter-set controller binary (its flags:
+	// --provisioner, NAMESPACE in the environment), run as a third contender on the same
+	// simulator: the single-set scale-ups and the storm (not the many-sets workload, which it
+	// would serve with one process per namespace).
+	UpstreamBin string
+	// BaselineBin, when set, is another build of ours run as a contender of its own
+	// (Baseline), alternating with ControllerBin: a before/after comparison in one run.
+	BaselineBin string
+	// StormClients is the number of storm clients (0: 10); StormMax the storm pool's
+	// maxReplicas (0: unbounded).
+	StormClients int
+	StormMax     int
 	// Log receives progress lines (default stderr).
 	Log io.Writer
 }
@@ -80,25 +93,59 @@ func (c Config) workloads() []Workload {
 }
 
 func nsFor(w Workload, controller string, repeat int) string {
-	short := "ours"
-	if controller == ReplicaSet {
-		short = "rs"
-	}
-	return fmt.Sprintf("%s-%s-%d", w.Name, short, repeat)
+	return fmt.Sprintf("%s-%s-%d", w.Name, shortName(controller), repeat)
 }
 
-func stormNS(repeat int) string { return fmt.Sprintf("storm-%d", repeat) }
+func shortName(controller string) string {
+	switch controller {
+	case ReplicaSet:
+		return "rs"
+	case Upstream:
+		return "up"
+	case Baseline:
+		return "base"
+	}
+	return "ours"
+}
+
+// stormNS is the storm's namespace; ours keeps the name it always had.
+func stormNS(controller string, repeat int) string {
+	if controller == Ours {
+		return fmt.Sprintf("storm-%d", repeat)
+	}
+	return fmt.Sprintf("storm-%s-%d", shortName(controller), repeat)
+}
 
 const (
 	nsWarmOurs      = "warmup-ours"
 	nsWarmRS        = "warmup-rs"
+	nsWarmUpstream  = "warmup-up"
+	nsWarmBaseline  = "warmup-base"
 	nsDefaultLimits = "default-limits"
 )
+
+// contenders are the controllers that run workload w in repeat r, in order: who goes first
+// alternates, so that none always runs on the fresher cluster.
+func (c Config) contenders(w Workload, r int) []string {
+	out := []string{Ours}
+	if c.BaselineBin != "" {
+		out = append(out, Baseline)
+	}
+	if !c.OursOnly {
+		out = append(out, ReplicaSet)
+	}
+	if c.UpstreamBin != "" && w.Sets == 1 {
+		out = append(out, Upstream)
+	}
+	// Rotate by the repeat: each contender goes first in turn.
+	k := (r - 1) % len(out)
+	return append(out[k:], out[:k]...)
+}
 
 // namespaces lists every namespace the run uses: the simulator serves exactly these (not
 // the memory check's junk namespace).
 func (c Config) namespaces() []string {
-	out := []string{nsWarmOurs, nsWarmRS}
+	out := []string{nsWarmOurs, nsWarmRS, nsWarmUpstream, nsWarmBaseline}
 	if c.Junk > 0 {
 		out = append(out, nsMemWithout, nsMemWith)
 	}
@@ -107,10 +154,10 @@ func (c Config) namespaces() []string {
 	}
 	for r := 1; r <= c.Repeats; r++ {
 		for _, w := range c.workloads() {
-			out = append(out, nsFor(w, Ours, r), nsFor(w, ReplicaSet, r))
+			out = append(out, nsFor(w, Ours, r), nsFor(w, ReplicaSet, r), nsFor(w, Upstream, r), nsFor(w, Baseline, r))
 		}
 		if c.StormLeases > 0 {
-			out = append(out, stormNS(r))
+			out = append(out, stormNS(Ours, r), stormNS(Upstream, r), stormNS(Baseline, r))
 		}
 	}
 	return out
@@ -163,23 +210,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	if cfg.BaselineBin != "" {
+		if _, err := b.runOursAs(ctx, Baseline, warm, nsWarmBaseline, []string{nsWarmBaseline}, 0, &cfg.Limits); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	if cfg.UpstreamBin != "" {
+		if _, err := b.runUpstream(ctx, warm, nsWarmUpstream, 0); err != nil {
+			return nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
 
 	for r := 1; r <= cfg.Repeats; r++ {
 		for _, w := range cfg.workloads() {
-			// Alternate who goes first, so neither always runs on the fresher cluster.
-			order := []string{Ours, ReplicaSet}
-			if r%2 == 0 {
-				order = []string{ReplicaSet, Ours}
-			}
-			if cfg.OursOnly {
-				order = []string{Ours}
-			}
+			order := cfg.contenders(w, r)
 			for _, ctl := range order {
 				ns := nsFor(w, ctl, r)
 				var res *Result
-				if ctl == Ours {
+				switch ctl {
+				case Ours:
 					res, err = b.runOurs(ctx, w, ns, []string{ns}, r)
-				} else {
+				case Upstream:
+					res, err = b.runUpstream(ctx, w, ns, r)
+				case Baseline:
+					res, err = b.runOursAs(ctx, Baseline, w, ns, []string{ns}, r, &cfg.Limits)
+				default:
 					res, err = b.runRS(ctx, w, ns, r)
 				}
 				if err != nil {
@@ -190,12 +245,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 		if cfg.StormLeases > 0 {
-			res, err := b.runStorm(ctx, cfg.StormLeases, stormNS(r), r)
-			if err != nil {
-				return nil, fmt.Errorf("storm (repeat %d): %w", r, err)
+			ctls := cfg.contenders(Workload{Name: "storm", Sets: 1}, r)
+			ctls = slices.DeleteFunc(ctls, func(c string) bool { return c == ReplicaSet })
+			for _, ctl := range ctls {
+				res, err := b.runStorm(ctx, ctl, cfg.StormLeases, stormNS(ctl, r), r)
+				if err != nil {
+					return nil, fmt.Errorf("storm %s (repeat %d): %w", ctl, r, err)
+				}
+				b.logf("storm %-11s repeat %d: %d leases in %.2fs, lease wait p95 %.2fs, release->available p50 %.2fs p95 %.2fs p99 %.2fs", ctl, r, res.Storm.Leases, res.Storm.Seconds,
+					res.Storm.LeaseWaitP95, res.Storm.ReleaseP50, res.Storm.ReleaseP95, res.Storm.ReleaseP99)
+				rep.Results = append(rep.Results, res)
 			}
-			b.logf("storm repeat %d: %d leases in %.2fs, release->available p50 %.2fs p99 %.2fs", r, res.Storm.Leases, res.Storm.Seconds, res.Storm.ReleaseP50, res.Storm.ReleaseP99)
-			rep.Results = append(rep.Results, res)
 		}
 	}
 	if n := cfg.DefaultLimitsSize; n > 0 {

@@ -14,12 +14,13 @@ import (
 	"github.com/exporterset/exporterset/internal/testenv"
 )
 
-// The users the components talk as. The audit policy records only the two controllers.
+// The users the components talk as. The audit policy records only the controllers.
 const (
-	userBench = "scalebench"
-	userSim   = "jumpsim"
-	userOurs  = "exporterset-controller"
-	userRS    = "kube-controller-manager"
+	userBench    = "scalebench"
+	userSim      = "jumpsim"
+	userOurs     = "exporterset-controller"
+	userRS       = "kube-controller-manager"
+	userUpstream = "upstream-exporter-set-controller"
 )
 
 // Cluster is one kube-apiserver + etcd with the project's CRDs, an audit log of the
@@ -74,7 +75,7 @@ func StartCluster(assets, dir string, auditAll bool) (*Cluster, error) {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	c := &Cluster{env: env, dir: dir, kubeconfigs: map[string]string{}, configs: map[string]*rest.Config{}, Audit: &AuditLog{path: auditPath}}
-	for _, u := range []string{userBench, userSim, userOurs, userRS} {
+	for _, u := range []string{userBench, userSim, userOurs, userRS, userUpstream} {
 		if err := c.addUser(u); err != nil {
 			_ = c.Stop()
 			return nil, err

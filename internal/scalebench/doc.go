@@ -11,6 +11,10 @@
 // identical for both. The controller's own client-go counter (rest_client_requests_total)
 // is scraped as a cross-check.
 //
+// With --upstream-bin, upstream's exporter-set controller runs as a third contender on the
+// same simulator (single-set scale-ups and the lease storm), and with --baseline-bin a second
+// build of ours alternates with the first, so that a before/after comparison is one run.
+//
 // Workloads: one set (or ReplicaSet) scaled from 0 to N, many sets of a few instances, a
 // lease storm (ours only) and a memory check with 20 000 unrelated Pods and Secrets in the
 // cluster. Each timed workload is repeated and the median reported; the output is a table

@@ -145,6 +145,7 @@ func (r *Report) summarize(cfg Config) {
 			st.ReleaseP95 = scol(func(x *StormResult) float64 { return x.ReleaseP95 })
 			st.ReleaseP99 = scol(func(x *StormResult) float64 { return x.ReleaseP99 })
 			st.LeaseWaitP50 = scol(func(x *StormResult) float64 { return x.LeaseWaitP50 })
+			st.LeaseWaitP95 = scol(func(x *StormResult) float64 { return x.LeaseWaitP95 })
 			st.LeaseWaitP99 = scol(func(x *StormResult) float64 { return x.LeaseWaitP99 })
 			st.ControllerP50 = scol(func(x *StormResult) float64 { return x.ControllerP50 })
 			st.ControllerP99 = scol(func(x *StormResult) float64 { return x.ControllerP99 })
@@ -230,7 +231,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		}
 		v := s.VerbsPerInstance
 		heap, rec := "-", "-"
-		if s.Controller == Ours {
+		if isOurs(s.Controller) {
 			heap, rec = fmt.Sprintf("%.1f", s.HeapMiB), fmt.Sprintf("%.2f", s.ReconcilesPerInst)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.1f\t%.1f / %.1f / %.1f\t\n",
@@ -252,11 +253,11 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	for _, s := range r.Summary {
 		if st := s.Storm; st != nil {
-			fmt.Fprintf(w, "\nlease storm: %d leases (%d clients, pool minAvailableReplicas %d, ExitAndReplace) in %.2f s, %d instances created, %.2f requests/instance, %.2f reconciles/instance, heap %.1f MiB, RSS %.1f MiB\n",
-				st.Leases, st.Workers, st.Warm, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
+			fmt.Fprintf(w, "\nlease storm, %s: %d leases (%d clients, pool minAvailableReplicas %d, maxReplicas %d, ExitAndReplace) in %.2f s, %d instances created, %.2f requests/instance, %.2f reconciles/instance, heap %.1f MiB, RSS %.1f MiB\n",
+				s.Controller, st.Leases, st.Workers, st.Warm, st.Max, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
 			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p95 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
 				st.ReleaseP50, st.ReleaseP95, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
-			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP99)
+			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p95 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP95, st.LeaseWaitP99)
 		}
 	}
 	if mm := r.Memory; mm != nil && mm.With != nil && mm.Without != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -35,9 +36,12 @@ type StormResult struct {
 	ReleaseP50 float64 `json:"releaseToAvailableP50"`
 	ReleaseP95 float64 `json:"releaseToAvailableP95"`
 	ReleaseP99 float64 `json:"releaseToAvailableP99"`
-	// LeaseWaitP50/P99 are from a lease's create to its assignment: what a client waits.
+	// LeaseWaitP50/P95/P99 are from a lease's create to its assignment: what a client waits.
 	LeaseWaitP50 float64 `json:"leaseWaitP50"`
+	LeaseWaitP95 float64 `json:"leaseWaitP95"`
 	LeaseWaitP99 float64 `json:"leaseWaitP99"`
+	// Max is the pool's maxReplicas (0: unbounded).
+	Max int `json:"max,omitempty"`
 	// ControllerP50/P99 estimate the same from the controller's histogram
 	// exporterset_lease_release_to_available_seconds (bucket interpolation).
 	ControllerP50   float64 `json:"controllerP50"`
@@ -45,10 +49,19 @@ type StormResult struct {
 	ControllerCount float64 `json:"controllerCount"`
 }
 
-// stormClients is the number of storm clients; each holds at most one lease at a time.
+// stormClients is the default number of storm clients; each holds at most one lease at a
+// time.
 const stormClients = 10
 
-// warm is the storm pool's warm buffer (Config.StormWarm, default stormClients): leases are
+// clients is the number of storm clients (Config.StormClients, default stormClients).
+func (c Config) clients() int {
+	if c.StormClients > 0 {
+		return c.StormClients
+	}
+	return stormClients
+}
+
+// warm is the storm pool's warm buffer (Config.StormWarm, default the clients): leases are
 // served from it, and every lease taken makes the controller create a replacement for it.
 // A buffer of exactly stormClients is used up whenever a replacement is slower than a
 // client's round; a larger one covers the storm, so its latency is the pipeline's alone.
@@ -56,34 +69,45 @@ func (c Config) warm() int {
 	if c.StormWarm > 0 {
 		return c.StormWarm
 	}
-	return stormClients
+	return c.clients()
 }
 
-// runStorm takes and releases n leases on a pool of minAvailableReplicas Config.warm()
-// (ExitAndReplace: every leased exporter exits and is replaced), with stormClients clients each
-// taking a lease, releasing it once assigned, and taking the next.
-func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Result, error) {
+// runStorm takes and releases n leases on a pool of minAvailableReplicas Config.warm() and
+// maxReplicas Config.StormMax (ExitAndReplace: every leased exporter exits and is replaced),
+// with Config.clients() clients each taking a lease, releasing it once assigned, and taking
+// the next. ctlName is Ours, Baseline or Upstream.
+func (b *Bench) runStorm(ctx context.Context, ctlName string, n int, ns string, repeat int) (*Result, error) {
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
 		return nil, err
 	}
-	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, []string{ns}, &b.cfg.Limits, b.cfg.OursArgs)
+	var ctl *ours // nil for upstream: no metrics to scrape
+	var proc *process
+	var err error
+	if ctlName == Upstream {
+		proc, err = startUpstream(ctx, b.cluster, b.cfg.UpstreamBin, b.cfg.WorkDir, ns)
+	} else {
+		ctl, err = startOurs(ctx, b.cluster, b.oursBin(ctlName), b.cfg.WorkDir, ns, []string{ns}, &b.cfg.Limits, b.cfg.OursArgs)
+		if ctl != nil {
+			proc = ctl.process
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer ctl.stop()
+	defer proc.stop()
 	set := b.fx.exporterSet(ns, "storm", 0)
 	stormWarm := b.cfg.warm()
+	clients := b.cfg.clients()
 	set.Spec.MinAvailableReplicas = int32(stormWarm)
+	set.Spec.MaxReplicas = ptr.To(int32(b.cfg.StormMax))
 	set.Spec.RecycleStrategy = vtv1alpha1.RecycleExitAndReplace
 	if err := b.cluster.Client.Create(ctx, set); err != nil {
 		return nil, err
 	}
-	w := Workload{Name: "storm", Sets: 1}
-	warm := func(o client.Object) bool {
-		s := o.(*vtv1alpha1.ExporterSet)
-		return s.Status.AvailableReplicas >= int32(stormWarm) && s.Status.LeasedReplicas == 0
-	}
-	if _, err := b.waitSets(ctx, ns, w, warm, ctl.exited); err != nil {
+	// Warm: the buffer is whole and nothing is leased. Seen on the Exporters themselves, so
+	// that both controllers are judged alike (upstream's status is not relied on).
+	waitWarm := func() (time.Time, error) { return b.waitAvailable(ctx, ns, stormWarm, proc.exited) }
+	if _, err := waitWarm(); err != nil {
 		return nil, err
 	}
 
@@ -108,17 +132,19 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	time.Sleep(500 * time.Millisecond)
 	tr.startCounting()
 
-	before, err := ctl.scrape(ctx)
-	if err != nil {
-		return nil, err
+	var before ctrlMetrics
+	if ctl != nil {
+		if before, err = ctl.scrape(ctx); err != nil {
+			return nil, err
+		}
 	}
-	m, err := b.begin(ctl.cmd.Process.Pid)
+	m, err := b.begin(proc.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
 	}
 	var next atomic.Int64
 	selector := set.Spec.Selector.MatchLabels
-	err = forEach(sctx, stormClients, stormClients, func(int) error {
+	err = forEach(sctx, clients, clients, func(int) error {
 		for {
 			i := int(next.Add(1))
 			if i > n {
@@ -159,27 +185,34 @@ func (b *Bench) runStorm(ctx context.Context, n int, ns string, repeat int) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("lease storm: %w", err)
 	}
-	ready, err := b.waitSets(ctx, ns, w, warm, ctl.exited)
+	ready, err := waitWarm()
 	if err != nil {
 		return nil, err
 	}
-	r, after, err := b.finishOurs(ctx, ctl, before, m, ready, &Result{
-		Workload: "storm", Controller: Ours, Repeat: repeat, Namespace: ns, ObjectsPerInstance: 3,
-	})
+	r := &Result{Workload: "storm", Controller: ctlName, Repeat: repeat, Namespace: ns, ObjectsPerInstance: 3}
+	var after ctrlMetrics
+	if ctl != nil {
+		r, after, err = b.finishOurs(ctx, ctl, before, m, ready, r)
+	} else {
+		r, err = b.finishProcess(proc, m, ready, userUpstream, r)
+	}
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	lat := tr.latencies()
 	st := &StormResult{
-		Leases: n, Workers: stormClients, Warm: stormWarm, Seconds: r.ReadySeconds,
-		Created:    int(after.created - before.created),
+		Leases: n, Workers: clients, Warm: stormWarm, Max: b.cfg.StormMax, Seconds: r.ReadySeconds,
+		Created:    tr.created(),
 		ReleaseP50: percentile(lat, 50), ReleaseP95: percentile(lat, 95), ReleaseP99: percentile(lat, 99),
-		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP99: percentile(tr.waits, 99),
+		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP95: percentile(tr.waits, 95), LeaseWaitP99: percentile(tr.waits, 99),
 	}
-	hist := diffBuckets(after.releaseBuckets, before.releaseBuckets)
-	st.ControllerP50, st.ControllerP99 = histogramQuantile(0.5, hist), histogramQuantile(0.99, hist)
-	st.ControllerCount = after.releaseCount - before.releaseCount
+	if ctl != nil {
+		st.Created = int(after.created - before.created)
+		hist := diffBuckets(after.releaseBuckets, before.releaseBuckets)
+		st.ControllerP50, st.ControllerP99 = histogramQuantile(0.5, hist), histogramQuantile(0.99, hist)
+		st.ControllerCount = after.releaseCount - before.releaseCount
+	}
 	r.Instances = st.Created
 	r.Storm = st
 	return r, nil
@@ -191,13 +224,15 @@ type stormTracker struct {
 	waiting   map[string]chan error
 	counting  bool
 	available map[string]bool // exporters ever seen available
+	seen      map[string]bool // exporters seen at all
+	news      int             // exporters first seen after counting started
 	releases  []time.Time
 	fresh     []time.Time // first time a new exporter was available
 	waits     []time.Duration
 }
 
 func newStormTracker() *stormTracker {
-	return &stormTracker{waiting: map[string]chan error{}, available: map[string]bool{}}
+	return &stormTracker{waiting: map[string]chan error{}, available: map[string]bool{}, seen: map[string]bool{}}
 }
 
 // expect returns a channel told when lease name is assigned (nil) or ends unassigned.
@@ -240,6 +275,12 @@ func (t *stormTracker) exporterSeen(ev watch.EventType, e *jumpstarterv1alpha1.E
 	avail := exporterAvailable(e)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.seen[e.Name] {
+		t.seen[e.Name] = true
+		if t.counting {
+			t.news++
+		}
+	}
 	if !avail || t.available[e.Name] {
 		return
 	}
@@ -247,6 +288,13 @@ func (t *stormTracker) exporterSeen(ev watch.EventType, e *jumpstarterv1alpha1.E
 	if t.counting {
 		t.fresh = append(t.fresh, time.Now())
 	}
+}
+
+// created is how many exporters appeared during the storm.
+func (t *stormTracker) created() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.news
 }
 
 func (t *stormTracker) waited(d time.Duration) {

@@ -27,7 +27,15 @@ func (w Workload) Instances() int { return w.Sets * int(w.PerSet) }
 const (
 	Ours       = "exporterset"
 	ReplicaSet = "replicaset"
+	// Upstream is upstream Jumpstarter's exporter-set controller (Config.UpstreamBin).
+	Upstream = "upstream"
+	// Baseline is another build of ours (Config.BaselineBin), to compare two versions in one
+	// run.
+	Baseline = "exporterset-baseline"
 )
+
+// isOurs reports a contender that is a build of our controller.
+func isOurs(controller string) bool { return controller == Ours || controller == Baseline }
 
 // Result is one run of one workload by one controller.
 type Result struct {
@@ -116,10 +124,23 @@ func (b *Bench) runOurs(ctx context.Context, w Workload, ns string, watched []st
 
 // runOursLimited is runOurs with the controller's rate limits lim (nil: its defaults).
 func (b *Bench) runOursLimited(ctx context.Context, w Workload, ns string, watched []string, repeat int, lim *Limits) (*Result, error) {
+	return b.runOursAs(ctx, Ours, w, ns, watched, repeat, lim)
+}
+
+// oursBin is the binary of contender ctl (Ours or Baseline).
+func (b *Bench) oursBin(ctl string) string {
+	if ctl == Baseline {
+		return b.cfg.BaselineBin
+	}
+	return b.cfg.ControllerBin
+}
+
+// runOursAs is runOursLimited with the build of contender ctl (Ours or Baseline).
+func (b *Bench) runOursAs(ctx context.Context, ctlName string, w Workload, ns string, watched []string, repeat int, lim *Limits) (*Result, error) {
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
 		return nil, err
 	}
-	ctl, err := startOurs(ctx, b.cluster, b.cfg.ControllerBin, b.cfg.WorkDir, ns, watched, lim, b.cfg.OursArgs)
+	ctl, err := startOurs(ctx, b.cluster, b.oursBin(ctlName), b.cfg.WorkDir, ns, watched, lim, b.cfg.OursArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +173,7 @@ func (b *Bench) runOursLimited(ctx context.Context, w Workload, ns string, watch
 		return nil, err
 	}
 	r, _, err := b.finishOurs(ctx, ctl, before, m, ready, &Result{
-		Workload: w.Name, Controller: Ours, Repeat: repeat, Namespace: ns,
+		Workload: w.Name, Controller: ctlName, Repeat: repeat, Namespace: ns,
 		Instances: w.Instances(), ObjectsPerInstance: 3,
 	})
 	if err == nil && w.Sets == 1 {

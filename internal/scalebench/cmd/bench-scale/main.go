@@ -52,7 +52,11 @@ func run() error {
 	flag.StringVar(&sizes, "sizes", "1,50,100,200,300,500", "single-set scale-ups 0 -> N, comma-separated (each also reports per-instance latency)")
 	flag.StringVar(&multi, "multi", "100x5", "many-sets workload SETSxINSTANCES (empty to skip)")
 	flag.IntVar(&cfg.StormLeases, "storm-leases", 200, "leases of the lease storm (0 to skip)")
-	flag.IntVar(&cfg.StormWarm, "storm-warm", 0, "minAvailableReplicas of the storm's pool (0: 10, one per client; more covers the storm)")
+	flag.IntVar(&cfg.StormWarm, "storm-warm", 0, "minAvailableReplicas of the storm's pool (0: one per client; more covers the storm)")
+	flag.StringVar(&cfg.BaselineBin, "baseline-bin", "", "another exporterset-controller build, run as the contender "+scalebench.Baseline+" alternating with --controller-bin (a before/after comparison in one run); empty: not run")
+	flag.IntVar(&cfg.StormClients, "storm-clients", 0, "clients of the lease storm, each holding one lease at a time (0: 10)")
+	flag.IntVar(&cfg.StormMax, "storm-max", 0, "maxReplicas of the storm's pool (0: unbounded)")
+	flag.StringVar(&cfg.UpstreamBin, "upstream-bin", "", "upstream's exporter-set-controller binary, run as a third contender on the same simulator (single-set scale-ups and the storm; it gets NAMESPACE and --provisioner qemu.jumpstarter.dev); empty: not run")
 	flag.IntVar(&cfg.Junk, "junk", 20000, "unrelated Pods and Secrets of the memory check (0 to skip)")
 	flag.IntVar(&cfg.Repeats, "repeats", 3, "runs of each timed workload; medians are reported")
 	flag.IntVar(&cfg.SimWorkers, "sim-workers", 16, "concurrency of each simulated component")
@@ -126,6 +130,19 @@ func run() error {
 	}
 	if _, err := os.Stat(cfg.KCMBin); err != nil && !cfg.OursOnly {
 		return fmt.Errorf("kube-controller-manager: %w (build it with `make envtest-bins`)", err)
+	}
+	if cfg.BaselineBin != "" {
+		if _, err := os.Stat(cfg.BaselineBin); err != nil {
+			return fmt.Errorf("--baseline-bin: %w", err)
+		}
+	}
+	if cfg.UpstreamBin != "" {
+		if _, err := os.Stat(cfg.UpstreamBin); err != nil {
+			return fmt.Errorf("--upstream-bin: %w", err)
+		}
+		if cfg.UpstreamBin, err = filepath.Abs(cfg.UpstreamBin); err != nil {
+			return err
+		}
 	}
 	if cfg.ControllerBin == "" {
 		cfg.ControllerBin = filepath.Join(dir, "exporterset-controller")
