@@ -372,3 +372,43 @@ func minPositive(a, b time.Duration) time.Duration {
 		return b
 	}
 }
+
+// connected returns exs with those whose Online condition is stale marked offline: an
+// Exporter that still reads Online while no process of it runs any more (its Pod completed
+// or failed, or its process exited after a lease). The real controller drops such an exporter
+// the moment its stream closes, before anything else can be assigned to it; here presence
+// writes Offline a moment later, and a lease scheduled in between must not get it.
+func (s *Simulator) connected(ctx context.Context, exs []jsv1.Exporter) []jsv1.Exporter {
+	out := make([]jsv1.Exporter, 0, len(exs))
+	for _, ex := range exs {
+		if meta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionOnline) && !s.processRuns(ctx, &ex) {
+			ex = *ex.DeepCopy()
+			meta.SetStatusCondition(&ex.Status.Conditions, metav1.Condition{Type: jsv1.ExporterConditionOnline,
+				Status: metav1.ConditionFalse, Reason: reasonOffline, Message: msgExited})
+		}
+		out = append(out, ex)
+	}
+	return out
+}
+
+// processRuns reports whether an exporter process of ex may be connected: a Pod it controls
+// is Running (or Unknown, on a lost node), not terminating, and its process has not exited
+// after a lease. An Exporter without Pods (tests that drive its status by hand) counts as
+// running.
+func (s *Simulator) processRuns(ctx context.Context, ex *jsv1.Exporter) bool {
+	pods, err := s.controlledPods(ctx, ex.Namespace, ex.UID)
+	if err != nil || len(pods) == 0 {
+		return true
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if (pod.Status.Phase != corev1.PodRunning && pod.Status.Phase != corev1.PodUnknown) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if _, exited := s.exitedAfterLease(ctx, pod); exited {
+			continue
+		}
+		return true
+	}
+	return false
+}

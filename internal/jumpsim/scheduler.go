@@ -215,7 +215,7 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	chosen, reason, msg := sc.pick(l, candidates, leasedInCache)
+	chosen, reason, msg := sc.pick(l, sc.s.connected(ctx, candidates), leasedInCache)
 	if chosen == nil {
 		return reconcile.Result{RequeueAfter: waitingRequeue(l, now)}, sc.setPending(ctx, l, reason, msg)
 	}
