@@ -20,13 +20,15 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/upstreamop"
 )
 
 // upstreamOperator is how upstream Jumpstarter's operator deploys an exporter-set controller
 // for one provisioner: jumpstarter-dev/jumpstarter at commit b1f2bb41,
 // controller/deploy/operator/internal/controller/jumpstarter/exporterset.go
 // (createExporterSetDeployment and exporterSetPolicyRules; recorded in
-// ../shared/reference/jumpstarter-contract.md §2b). The tests below run our binary exactly so.
+// ../shared/reference/jumpstarter-contract.md §2b), the facts kept in internal/upstreamop (the
+// real-node tier uses them too). The tests below run our binary exactly so.
 var upstreamOperator = struct {
 	command   string                     // the container's command
 	args      func(prov string) []string // the container's args
@@ -36,27 +38,13 @@ var upstreamOperator = struct {
 	rules     []rbacv1.PolicyRule        // the namespaced Role bound to its ServiceAccount
 	probes    map[string]string          // probe -> path
 }{
-	command: "/exporter-set-controller",
-	args: func(prov string) []string {
-		return []string{"--provisioner=" + prov, "--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=0"}
-	},
-	namespace: "NAMESPACE",
-	probePort: 8081,
-	electedAs: func(prov string) string { return "exporter-set-controller-" + prov },
+	command:   upstreamop.Command,
+	args:      upstreamop.Args,
+	namespace: upstreamop.NamespaceEnv,
+	probePort: upstreamop.ProbePort,
+	electedAs: upstreamop.LockName,
 	probes:    map[string]string{"liveness": "/healthz", "readiness": "/readyz"},
-	rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets/status", "exportersets/scale"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets/finalizers"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"virtualtargetclasses"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"jumpstarter.dev"}, Resources: []string{"exporters"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{"jumpstarter.dev"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	},
+	rules:     upstreamop.Rules,
 }
 
 // The sample class's provisioner (config/samples), which the operator would name.

@@ -25,25 +25,8 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/e2e/node"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/upstreamop"
 )
-
-// operatorRules is the Role upstream's operator binds to an exporter-set controller's
-// ServiceAccount: exporterSetPolicyRules() in
-// controller/deploy/operator/internal/controller/jumpstarter/exporterset.go at upstream
-// commit b1f2bb41 (../shared/reference/jumpstarter-contract.md §2b).
-var operatorRules = []rbacv1.PolicyRule{
-	{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets/status", "exportersets/scale"}, Verbs: []string{"get", "update", "patch"}},
-	{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"exportersets/finalizers"}, Verbs: []string{"update"}},
-	{APIGroups: []string{"virtualtarget.jumpstarter.dev"}, Resources: []string{"virtualtargetclasses"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"jumpstarter.dev"}, Resources: []string{"exporters"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{"jumpstarter.dev"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-}
 
 // operatorDeployment is the Deployment upstream's operator makes for one provisioner (same
 // file and commit): one replica, RollingUpdate 25%/25%, 30 s grace, container "manager"
@@ -55,7 +38,7 @@ func operatorDeployment(ns, apiPort, provisioner string) *appsv1.Deployment {
 	labels := map[string]string{"app": "exporterset-" + "qemu"}
 	quarter := intstr.FromString("25%")
 	probe := func(path string) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8081)}}}
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(upstreamop.ProbePort)}}}
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns},
@@ -74,10 +57,10 @@ func operatorDeployment(ns, apiPort, provisioner string) *appsv1.Deployment {
 						Name:            "manager",
 						Image:           controllerImage,
 						ImagePullPolicy: corev1.PullNever,
-						Command:         []string{"/exporter-set-controller"},
-						Args:            []string{"--provisioner=" + provisioner, "--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=0"},
+						Command:         []string{upstreamop.Command},
+						Args:            upstreamop.Args(provisioner),
 						Env: []corev1.EnvVar{
-							{Name: "NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+							{Name: upstreamop.NamespaceEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
 							{Name: "KUBERNETES_SERVICE_HOST", Value: "127.0.0.1"},
 							{Name: "KUBERNETES_SERVICE_PORT", Value: apiPort},
 						},
@@ -109,7 +92,7 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 	ns := newNamespace(t, "jumpstarter")
 	privileged(t, ns)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns}, Rules: operatorRules}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns}, Rules: upstreamop.Rules}
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}}
@@ -144,7 +127,7 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 		return false, describePods(podsOf(t, ns))
 	})
 	var lock coordinationv1.Lease
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "exporter-set-controller-qemu.jumpstarter.dev"}, &lock); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: upstreamop.LockName("qemu.jumpstarter.dev")}, &lock); err != nil {
 		t.Fatalf("upstream's election Lease: %v", err)
 	}
 	// The holder is <hostname>_<uid>; on the host network the hostname is the node's.
