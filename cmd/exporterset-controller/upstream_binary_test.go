@@ -50,27 +50,9 @@ func TestUpstreamTakesOverOurPool(t *testing.T) {
 		st := poolStatus(t, ns)
 		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
 	})
-	l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns},
-		Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "e2e"},
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": "x86-64-virtual"}},
-			Duration: &metav1.Duration{Duration: time.Hour}}}
-	if err := env.Client.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	testproc.WaitFor(t, 60*time.Second, "the lease served and the buffer refilled", func() (bool, string) {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
-		st := poolStatus(t, ns)
-		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
-	})
-	leased := l.Status.ExporterRef.Name
-	var leasedPod corev1.Pod
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &leasedPod); err != nil {
-		t.Fatal(err)
-	}
+	l, leased, leasedPod := holdLease(t, ns, "the buffer")
 
-	cmd := exec.Command(up, "--provisioner="+sampleProvisioner, "--leader-elect", "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
-	cmd.Env = []string{"NAMESPACE=" + ns, "KUBECONFIG=" + kc, "HOME=" + t.TempDir()}
-	theirs := testproc.StartCmd(t, cmd)
+	theirs := startUpstream(t, up, ns, kc)
 	const acquired = "successfully acquired lease"
 	time.Sleep(5 * time.Second)
 	if strings.Contains(theirs.Output(), acquired) || strings.Contains(theirs.Output(), "reconciling ExporterSet") {
@@ -93,10 +75,7 @@ func TestUpstreamTakesOverOurPool(t *testing.T) {
 			t.Errorf("instance %s has %d pods under upstream's controller", e.Name, n)
 		}
 	}
-	var pod corev1.Pod
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &pod); err != nil || pod.UID != leasedPod.UID || pod.DeletionTimestamp != nil {
-		t.Fatalf("the leased instance's pod was replaced or deleted: %v", err)
-	}
+	leasedPodKept(t, &leasedPod)
 	var e jumpstarterv1alpha1.Exporter
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
 		t.Fatalf("the leased instance was disabled or deleted: %v", err)
@@ -158,30 +137,12 @@ func TestTakesOverFromUpstreamBinary(t *testing.T) {
 	ns := samplesIn(t)
 	startSim(t, ns)
 	kc := operatorKubeconfig(t, ns)
-	cmd := exec.Command(up, "--provisioner="+sampleProvisioner, "--leader-elect", "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
-	cmd.Env = []string{"NAMESPACE=" + ns, "KUBECONFIG=" + kc, "HOME=" + t.TempDir()}
-	theirs := testproc.StartCmd(t, cmd)
+	theirs := startUpstream(t, up, ns, kc)
 	testproc.WaitFor(t, 60*time.Second, "upstream's warm buffer", func() (bool, string) {
 		st := poolStatus(t, ns)
 		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
 	})
-	l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns},
-		Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "e2e"},
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": "x86-64-virtual"}},
-			Duration: &metav1.Duration{Duration: time.Hour}}}
-	if err := env.Client.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	testproc.WaitFor(t, 60*time.Second, "the lease served and upstream's buffer refilled", func() (bool, string) {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
-		st := poolStatus(t, ns)
-		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
-	})
-	leased := l.Status.ExporterRef.Name
-	var leasedPod corev1.Pod
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &leasedPod); err != nil {
-		t.Fatal(err)
-	}
+	_, leased, leasedPod := holdLease(t, ns, "upstream's buffer")
 	before := ownedBy(t, ns)
 
 	args := append(upstreamOperator.args(sampleProvisioner)[:2:2], "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
@@ -209,10 +170,7 @@ func TestTakesOverFromUpstreamBinary(t *testing.T) {
 		return len(foreign) == 1 && foreign[0] == leased && st.Replicas == 2 && st.AvailableReplicas == 1 && st.LeasedReplicas == 1,
 			fmt.Sprintf("upstream's %v; %+v", foreign, st)
 	})
-	var pod corev1.Pod
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &pod); err != nil || pod.UID != leasedPod.UID || pod.DeletionTimestamp != nil {
-		t.Fatalf("the leased instance's pod was replaced or deleted: %v", err)
-	}
+	leasedPodKept(t, &leasedPod)
 	var e jumpstarterv1alpha1.Exporter
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
 		t.Fatalf("the leased instance was disabled or deleted: %v", err)
@@ -226,4 +184,46 @@ func TestTakesOverFromUpstreamBinary(t *testing.T) {
 		t.Fatalf("forbidden in our log:\n%s", testproc.Tail(ours.Output(), 40))
 	}
 	ours.Stop(t, 25*time.Second)
+}
+
+// startUpstream starts upstream's binary up as its operator would, with kubeconfig kc.
+func startUpstream(t *testing.T, up, ns, kc string) *testproc.Proc {
+	t.Helper()
+	cmd := exec.Command(up, "--provisioner="+sampleProvisioner, "--leader-elect", "--health-probe-bind-address=127.0.0.1:0", "--metrics-bind-address=0")
+	cmd.Env = []string{"NAMESPACE=" + ns, "KUBECONFIG=" + kc, "HOME=" + t.TempDir()}
+	return testproc.StartCmd(t, cmd)
+}
+
+// holdLease takes a lease on the sample pool and waits until it is served and buffer (whose
+// controller's it is, for the message) refilled; it returns the lease, the leased instance
+// and its Pod.
+func holdLease(t *testing.T, ns, buffer string) (*jumpstarterv1alpha1.Lease, string, corev1.Pod) {
+	t.Helper()
+	l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns},
+		Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "e2e"},
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": "x86-64-virtual"}},
+			Duration: &metav1.Duration{Duration: time.Hour}}}
+	if err := env.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	testproc.WaitFor(t, 60*time.Second, "the lease served and "+buffer+" refilled", func() (bool, string) {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
+		st := poolStatus(t, ns)
+		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
+	})
+	leased := l.Status.ExporterRef.Name
+	var pod corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return l, leased, pod
+}
+
+// leasedPodKept fails the test when the leased instance's Pod was replaced or is deleting.
+func leasedPodKept(t *testing.T, leasedPod *corev1.Pod) {
+	t.Helper()
+	var pod corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(leasedPod), &pod); err != nil || pod.UID != leasedPod.UID || pod.DeletionTimestamp != nil {
+		t.Fatalf("the leased instance's pod was replaced or deleted: %v", err)
+	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/exporterset/exporterset/internal/e2e/node"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 func goarch() string { return runtime.GOARCH }
@@ -174,7 +175,7 @@ func adaptForNode(obj *unstructured.Unstructured, apiPort string) error {
 // placed there by the real scheduler.
 func waitControllerRunning(t *testing.T) {
 	t.Helper()
-	waitFor(t, 3*time.Minute, "the controller's Pod to be Ready on "+node.Name, func() (bool, string) {
+	testproc.WaitFor(t, 3*time.Minute, "the controller's Pod to be Ready on "+node.Name, func() (bool, string) {
 		var pods corev1.PodList
 		if err := env.Client.List(ctx, &pods, client.InNamespace(controllerNamespace)); err != nil {
 			return false, err.Error()

@@ -19,6 +19,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/e2e/node"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 // A failure scenario: what breaks the pool, the Degraded reason it must be reported with
@@ -118,7 +119,7 @@ func runFailure(t *testing.T, f failure) {
 		}
 	}
 	var degraded metav1.Condition
-	waitFor(t, 3*time.Minute, fmt.Sprintf("Degraded=True %s", f.want), func() (bool, string) {
+	testproc.WaitFor(t, 3*time.Minute, fmt.Sprintf("Degraded=True %s", f.want), func() (bool, string) {
 		s := getSet(t, ns, set.Name)
 		degraded = condition(s, string(vtv1alpha1.ConditionDegraded))
 		return degraded.Status == metav1.ConditionTrue && reports(degraded, f.want),
@@ -128,7 +129,7 @@ func runFailure(t *testing.T, f failure) {
 		t.Errorf("Available=True (%s) while every instance fails", a.Reason)
 	}
 	if f.seen != nil {
-		waitFor(t, 2*time.Minute, f.seenWhat, func() (bool, string) {
+		testproc.WaitFor(t, 2*time.Minute, f.seenWhat, func() (bool, string) {
 			pods := podsOf(t, ns)
 			for _, p := range pods {
 				for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
@@ -145,7 +146,7 @@ func runFailure(t *testing.T, f failure) {
 	t.Logf("FIDELITY %s: Degraded %s: %s", f.name, degraded.Reason, degraded.Message)
 	t.Logf("FIDELITY %s: pods:%s", f.name, describePods(podsOf(t, ns)))
 	f.fix(t, ns)
-	waitFor(t, 4*time.Minute, "the pool to recover (Available=True)", func() (bool, string) {
+	testproc.WaitFor(t, 4*time.Minute, "the pool to recover (Available=True)", func() (bool, string) {
 		s := getSet(t, ns, set.Name)
 		a := condition(s, string(vtv1alpha1.ConditionAvailable))
 		return a.Status == metav1.ConditionTrue, fmt.Sprintf("Available=%s %s: %s; pods:%s", a.Status, a.Reason, a.Message, describePods(podsOf(t, ns)))
@@ -248,7 +249,7 @@ func patchClass(t *testing.T, ns string, change func(*vtv1alpha1.VirtualTargetCl
 // waitKVMAllocatable waits until the node offers KVM devices (want) or none.
 func waitKVMAllocatable(t *testing.T, want bool) {
 	t.Helper()
-	waitFor(t, time.Minute, fmt.Sprintf("KVM allocatable on the node: %v", want), func() (bool, string) {
+	testproc.WaitFor(t, time.Minute, fmt.Sprintf("KVM allocatable on the node: %v", want), func() (bool, string) {
 		var n corev1.Node
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &n); err != nil {
 			return false, err.Error()

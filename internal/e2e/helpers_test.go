@@ -21,6 +21,7 @@ import (
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
@@ -34,25 +35,6 @@ func runtimeToUnstructured(from any, u *unstructured.Unstructured) error {
 	}
 	u.Object = m
 	return nil
-}
-
-// waitFor polls cond every 250ms until it holds; on timeout the test fails with the last
-// reason cond gave.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -216,7 +198,7 @@ func takeLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease 
 	if err := env.Client.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "lease "+l.Name+" to be assigned", func() (bool, string) {
+	testproc.WaitFor(t, time.Minute, "lease "+l.Name+" to be assigned", func() (bool, string) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
 			return false, err.Error()
 		}

@@ -25,6 +25,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/e2e/node"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testproc"
 	"github.com/exporterset/exporterset/internal/upstreamop"
 )
 
@@ -109,14 +110,14 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 	startSim(t, ns)
 	applySamplesWithImages(t, ns)
 
-	waitFor(t, 3*time.Minute, "the operator's controller to serve the sample pool", func() (bool, string) {
+	testproc.WaitFor(t, 3*time.Minute, "the operator's controller to serve the sample pool", func() (bool, string) {
 		s := getSet(t, ns, samplePool)
 		a := condition(s, string(vtv1alpha1.ConditionAvailable))
 		return a.Status == metav1.ConditionTrue, fmt.Sprintf("Available=%s %s: %s; pods:%s", a.Status, a.Reason, a.Message, describePods(podsOf(t, ns)))
 	})
 	// Its readiness probe runs every 10 s: the pool can be served before the first one.
 	var ctrlPod *corev1.Pod
-	waitFor(t, time.Minute, "the operator's controller Pod Running and Ready on "+node.Name, func() (bool, string) {
+	testproc.WaitFor(t, time.Minute, "the operator's controller Pod Running and Ready on "+node.Name, func() (bool, string) {
 		for _, p := range podsOf(t, ns) {
 			if p.Labels["app"] == "exporterset-qemu" && p.Status.Phase == corev1.PodRunning && podReady(&p) &&
 				p.Spec.NodeName == node.Name && scheduledByScheduler(&p) {
@@ -191,7 +192,7 @@ func scaleDefault(t *testing.T, n int32) {
 	if err := env.Client.Patch(ctx, &d, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Minute, fmt.Sprintf("config/default's controller at %d replicas", n), func() (bool, string) {
+	testproc.WaitFor(t, 2*time.Minute, fmt.Sprintf("config/default's controller at %d replicas", n), func() (bool, string) {
 		var pods corev1.PodList
 		if err := env.Client.List(ctx, &pods, client.InNamespace(controllerNamespace)); err != nil {
 			return false, err.Error()

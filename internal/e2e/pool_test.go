@@ -12,6 +12,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/e2e/node"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 // samplePool is config/samples' ExporterSet (upstream's sample pool).
@@ -33,7 +34,7 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var firstAvailable time.Duration
-	waitFor(t, 3*time.Minute, "the sample pool's warm buffer", func() (bool, string) {
+	testproc.WaitFor(t, 3*time.Minute, "the sample pool's warm buffer", func() (bool, string) {
 		s := getSet(t, ns, samplePool)
 		if s.Status.AvailableReplicas >= 1 && firstAvailable == 0 {
 			firstAvailable = time.Since(created)
@@ -58,7 +59,7 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 	t.Logf("lease %s holds %s", l.Name, leased)
 	releaseLease(t, l)
 	// exitOnLeaseEnd: the exporter exits, its Pod completes, the controller replaces it.
-	waitFor(t, 3*time.Minute, "a replacement of "+leased+" to be available", func() (bool, string) {
+	testproc.WaitFor(t, 3*time.Minute, "a replacement of "+leased+" to be available", func() (bool, string) {
 		s := getSet(t, ns, samplePool)
 		for _, p := range podsOf(t, ns) {
 			if p.Labels == nil || p.Status.Phase != corev1.PodRunning || !podReady(&p) {

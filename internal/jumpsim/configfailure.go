@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/exporterset/exporterset/internal/exportercfg"
 )
@@ -23,17 +22,9 @@ func (s *Simulator) exporterConfigFailure(ctx context.Context, pod *corev1.Pod) 
 	if !s.opts.configChecks {
 		return "", ""
 	}
-	src, ok := findConfigSource(pod)
+	raw, src, ok := s.exporterConfigBytes(ctx, pod)
 	if !ok {
-		return "", ""
-	}
-	var sec corev1.Secret
-	if err := s.client.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: src.secret}, &sec); err != nil {
 		return "", "" // the mount check holds the Pod back until the Secret exists
-	}
-	raw, ok := sec.Data[src.key]
-	if !ok {
-		return "", ""
 	}
 	if _, err := exportercfg.Load(raw); err != nil {
 		file := path.Join(ExporterConfigDir, ExporterConfigKey)

@@ -105,8 +105,8 @@ func volumeSecretKey(pod *corev1.Pod, name, file string) (string, string, bool) 
 	return "", "", false
 }
 
-// readExporterConfig reads and parses a Pod's exporter config from the cache.
-func (s *Simulator) readExporterConfig(ctx context.Context, pod *corev1.Pod) (*exporterConfig, configSource, bool) {
+// exporterConfigBytes reads the file a Pod's exporter config mount holds, from the cache.
+func (s *Simulator) exporterConfigBytes(ctx context.Context, pod *corev1.Pod) ([]byte, configSource, bool) {
 	src, ok := findConfigSource(pod)
 	if !ok {
 		return nil, src, false
@@ -116,6 +116,12 @@ func (s *Simulator) readExporterConfig(ctx context.Context, pod *corev1.Pod) (*e
 		return nil, src, false
 	}
 	raw, ok := sec.Data[src.key]
+	return raw, src, ok
+}
+
+// readExporterConfig reads and parses a Pod's exporter config from the cache.
+func (s *Simulator) readExporterConfig(ctx context.Context, pod *corev1.Pod) (*exporterConfig, configSource, bool) {
+	raw, src, ok := s.exporterConfigBytes(ctx, pod)
 	if !ok {
 		return nil, src, false
 	}

@@ -57,19 +57,8 @@ func startOurs(ctx context.Context, c *Cluster, bin, logDir, tag string, namespa
 		return nil, err
 	}
 	o := &ours{process: p, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mport)}
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", pport)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err = poll(wctx, 50*time.Millisecond, func() (bool, error) {
-		if err := p.exited(); err != nil {
-			return false, err
-		}
-		_, err := fetchText(wctx, http.DefaultClient, ready)
-		return err == nil, nil
-	})
-	if err != nil {
-		p.stop()
-		return nil, fmt.Errorf("exporterset-controller not ready: %w", err)
+	if err := waitReady(ctx, p, pport); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

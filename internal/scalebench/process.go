@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,11 +27,18 @@ type process struct {
 
 // startProcess starts bin with args, writing its output to logPath.
 func startProcess(name, bin string, args []string, logPath string) (*process, error) {
+	return startProcessEnv(name, bin, args, nil, logPath)
+}
+
+// startProcessEnv is startProcess with env added to the benchmark's environment (a variable
+// given twice takes the later value, so env's KUBECONFIG, if any, replaces the benchmark's).
+func startProcessEnv(name, bin string, args, env []string, logPath string) (*process, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Its own process group: a Ctrl-C of the benchmark reaches it through us, not twice.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -45,6 +53,26 @@ func startProcess(name, bin string, args []string, logPath string) (*process, er
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// waitReady waits up to a minute for p's /readyz on 127.0.0.1:port, failing early if p exits;
+// on failure it stops p.
+func waitReady(ctx context.Context, p *process, port int) error {
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := poll(wctx, 50*time.Millisecond, func() (bool, error) {
+		if err := p.exited(); err != nil {
+			return false, err
+		}
+		_, err := fetchText(wctx, http.DefaultClient, ready)
+		return err == nil, nil
+	})
+	if err != nil {
+		p.stop()
+		return fmt.Errorf("%s not ready: %w", p.name, err)
+	}
+	return nil
 }
 
 // exited reports an early exit as an error naming the log.

@@ -3,12 +3,8 @@ package scalebench
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,44 +38,9 @@ func startUpstream(ctx context.Context, c *Cluster, bin, logDir, ns string) (*pr
 	if err != nil {
 		return nil, err
 	}
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", pport)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err = poll(wctx, 50*time.Millisecond, func() (bool, error) {
-		if err := p.exited(); err != nil {
-			return false, err
-		}
-		_, err := fetchText(wctx, http.DefaultClient, ready)
-		return err == nil, nil
-	})
-	if err != nil {
-		p.stop()
-		return nil, fmt.Errorf("upstream exporter-set-controller not ready: %w", err)
-	}
-	return p, nil
-}
-
-// startProcessEnv is startProcess with env added to the benchmark's environment (its own
-// KUBECONFIG, if any, is replaced).
-func startProcessEnv(name, bin string, args, env []string, logPath string) (*process, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
+	if err := waitReady(ctx, p, pport); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, log: f, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = f.Close()
-		close(p.done)
-	}()
 	return p, nil
 }
 

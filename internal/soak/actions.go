@@ -82,18 +82,8 @@ func (wk *Walk) takeLease(ctx context.Context) (string, bool, error) {
 	if wk.rng.Intn(2) == 0 {
 		duration = time.Duration(3+wk.rng.Intn(15)) * time.Second
 	}
-	leases, err := wk.leases(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	active := 0
-	for _, l := range leases {
-		if !l.Status.Ended && l.Spec.Selector.MatchLabels["board"] == p.set {
-			active++
-		}
-	}
-	if active >= maxLeasesPerSet {
-		return "", true, nil
+	if full, err := wk.leasesFull(ctx, p.set); err != nil || full {
+		return "", full, err
 	}
 	wk.leaseSeq++
 	name := fmt.Sprintf("lease-%04d-%s", wk.leaseSeq, p.set)
@@ -341,4 +331,20 @@ func (wk *Walk) provisionerFault(context.Context) (string, bool, error) {
 		return nil
 	})
 	return fmt.Sprintf("%s for %s", m, d), false, nil
+}
+
+// leasesFull reports whether set already has maxLeasesPerSet leases not ended (taken or
+// booked), so that the walk takes or books no more for it.
+func (wk *Walk) leasesFull(ctx context.Context, set string) (bool, error) {
+	leases, err := wk.leases(ctx)
+	if err != nil {
+		return false, err
+	}
+	active := 0
+	for _, l := range leases {
+		if !l.Status.Ended && l.Spec.Selector.MatchLabels["board"] == set {
+			active++
+		}
+	}
+	return active >= maxLeasesPerSet, nil
 }

@@ -25,18 +25,8 @@ import (
 // bookLease books a lease for a set, as a Jumpstarter client booking ahead.
 func (wk *Walk) bookLease(ctx context.Context) (string, bool, error) {
 	p := wk.pickPool()
-	leases, err := wk.leases(ctx)
-	if err != nil {
-		return "", false, err
-	}
-	active := 0
-	for _, l := range leases {
-		if !l.Status.Ended && l.Spec.Selector.MatchLabels["board"] == p.set {
-			active++
-		}
-	}
-	if active >= maxLeasesPerSet {
-		return "", true, nil
+	if full, err := wk.leasesFull(ctx, p.set); err != nil || full {
+		return "", full, err
 	}
 	begin := time.Now().Add(time.Duration(2+wk.rng.Intn(30)) * time.Second).Truncate(time.Second)
 	duration := time.Duration(3+wk.rng.Intn(15)) * time.Second
