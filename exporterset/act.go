@@ -16,11 +16,13 @@ import (
 	"github.com/exporterset/exporterset/provisioner"
 )
 
-// act carries out the plan: remove, retire, restart, create, then configure and start the
-// live instances. It goes on after a failed step where the steps are independent, and
-// returns every error, so one bad instance does not stall the pool. seq is the next instance
-// sequence number.
-func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64) (actResult, error) {
+// act carries out the plan: remove, retire, publish the decisions for the live instances,
+// create, then poke the instances the decisions changed for; the instance reconciler
+// (instancectl.go) configures, starts and restarts them. holdUntil is when the plan lets
+// Pods start again (a failure backoff, an unreachable remote end). It goes on after a failed
+// step where the steps are independent, and returns every error, so one bad instance does not
+// stall the pool. seq is the next instance sequence number.
+func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64, holdUntil time.Time) (actResult, error) {
 	var errs []error
 	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
@@ -62,9 +64,19 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 			errs = append(errs, r.retire(ctx, p, in))
 		}
 	}
-	for _, in := range plan.RestartPods {
-		errs = append(errs, r.restartPods(ctx, p, in))
+	// The decisions for the live instances are published before any Exporter is created:
+	// a new instance's credential, which follows its create, finds them (intents.go).
+	live := liveInstances(obs, done)
+	var ca []byte
+	var caErr error
+	for _, in := range live {
+		if in.Credentialed() {
+			ca, res.caProblem, caErr = r.caBundle(ctx, p) // without it, no config Secret is written
+			break
+		}
 	}
+	intents := intentsOf(p, plan, holdUntil, ca)
+	r.memory.intents.putSet(keyOf(p.set), intents)
 	var err error
 	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
 	if err != nil {
@@ -75,75 +87,70 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		removeLater()
 	}
 
-	start := map[string]bool{}
-	for _, in := range plan.StartPods {
-		start[in.Name()] = true
+	var external []error
+	if extReq != nil {
+		external, err = r.ensureExternalAll(ctx, p, extReq, live)
 	}
-	var live []*Instance
-	for _, in := range obs.Instances {
-		if done[in.Name()] || in.Deleting() || in.Retiring() || in.foreign() {
-			continue // a foreign instance (adopt.go) is left as it is until retired
-		}
-		live = append(live, in)
-	}
-	res.configured, res.caProblem, err = r.configureAll(ctx, p, extReq, live, start)
-	errs = append(errs, err, <-removed)
+	errs = append(errs, caErr, err, <-removed)
 	if extReq != nil && err == nil {
 		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
 	}
+	res.configured = r.configured(p, live, external)
+	r.pokeChanged(ctx, p, intents, live)
 	if len(res.credMissing()) > 0 || res.caProblem != "" {
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
 	return res, errors.Join(errs...)
 }
 
-// configureAll configures the live instances concurrently, at most createParallelism at
-// once: an instance new to the pool costs a few requests (token, config Secret, Pod), and
-// one instance after another a scale-up of N took N times their round trips. Each returns
-// its own result, in instance order, so the conditions come out exactly as one after
-// another. They are taken up in finishOrder, those closest to serving first, and those with
-// writes to do hold new Exporter creates back meanwhile (finishfirst.go). The CA bundle is
-// read once, first, not by every instance at once.
-func (r *Reconciler) configureAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance, start map[string]bool) ([]configureResult, string, error) {
-	var ca []byte
-	var caProblem string
-	var caErr error
-	for _, in := range live {
-		if in.Credentialed() {
-			ca, caProblem, caErr = r.caBundle(ctx, p) // without it, no config Secret is written
-			break
+// liveInstances are the instances a pass builds on: not removed or retired by it, not being
+// deleted or retiring, not foreign (adopt.go: left as it is until retired).
+func liveInstances(obs *observation, done map[string]bool) []*Instance {
+	var live []*Instance
+	for _, in := range obs.Instances {
+		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.foreign() {
+			live = append(live, in)
 		}
 	}
-	results := make([]configureResult, len(live))
-	errs := make([]error, len(live), len(live)+1)
+	return live
+}
+
+// configured is what building each live instance last met, in instance order: waiting for
+// its credential, or what the instance reconciler reported (an external instance's invalid
+// target first).
+func (r *Reconciler) configured(p *pass, live []*Instance, external []error) []configureResult {
+	out := make([]configureResult, len(live))
+	for i, in := range live {
+		switch {
+		case external != nil && external[i] != nil:
+			out[i] = configureResult{podErr: external[i]}
+		case !in.Credentialed():
+			out[i] = configureResult{waitingCred: true}
+		default:
+			out[i], _ = r.memory.results.forInstance(keyOf(p.set), in.Exporter.UID)
+		}
+	}
+	return out
+}
+
+// ensureExternalAll creates (or finds) the external targets of the live instances
+// concurrently, at most createParallelism at once; invalid[i] is what a person must look at
+// for live[i].
+func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance) (invalid []error, err error) {
+	invalid = make([]error, len(live))
+	errs := make([]error, len(live))
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
-	for _, i := range finishOrder(live, start) {
-		in := live[i]
+	for i, in := range live {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if in.Credentialed() {
-				defer r.finishFirst.finished(in.Exporter.Namespace + "/" + in.Name())
-			}
-			unlock := r.instanceLocks.lock(in.Exporter.UID) // the fast path may be at it
-			defer unlock()
-			if hasWorkLeft(in, start[in.Name()]) {
-				defer r.finishFirst.finish()()
-			}
-			if extReq != nil { // its target first; its Pod once the target is ready
-				invalid, err := r.ensureExternal(ctx, p, extReq, in)
-				if invalid != nil || err != nil {
-					results[i], errs[i] = configureResult{podErr: invalid}, err
-					return
-				}
-			}
-			results[i], errs[i] = r.configure(ctx, p, ca, in, start[in.Name()] && externalReady(in))
+			invalid[i], errs[i] = r.ensureExternal(ctx, p, extReq, in)
 		}()
 	}
 	wg.Wait()
-	return results, caProblem, errors.Join(append(errs, caErr)...)
+	return invalid, errors.Join(errs...)
 }
 
 // removeAll removes instances concurrently, at most createParallelism at once. Each removal
@@ -166,16 +173,17 @@ func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) er
 	return errors.Join(errs...)
 }
 
-// createInstances creates n Exporters in slow-start batches (1, 2, 4, ...), as the
-// ReplicaSet controller does: a create that fails for all (quota, admission) costs one call,
-// not n. Creates within a batch run concurrently, as many at once as the finish-first gate
-// allows (finishfirst.go): few while an instance already begun is being finished.
+// createInstances creates n Exporters in slow-start batches (1, 2, 4, ... up to
+// createParallelism), as the ReplicaSet controller does: a create that fails for all
+// (quota, admission) costs one call, not n. This is the one bound on creates: instances
+// already begun are finished first because the instance reconciler's queue holds them
+// before the later ones (instancectl.go).
 func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observation, n int32, seq int64) (int64, error) {
 	if n <= 0 {
 		return seq, nil
 	}
-	// The fast path needs the CA bundle the moment the first credential appears: read it
-	// beside the first creates, not on that instance's chain.
+	// The instance reconciler needs the CA bundle the moment the first credential appears:
+	// read it beside the first creates, not on that instance's chain.
 	prefetched := make(chan struct{})
 	go func() { defer close(prefetched); _, _, _ = r.caBundle(ctx, p) }()
 	defer func() { <-prefetched }()
@@ -189,7 +197,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		taken[in.Name()] = true
 	}
 	remaining := int(n)
-	for batch := min(1, remaining); batch > 0; batch = min(2*batch, remaining) {
+	for batch := min(1, remaining); batch > 0; batch = min(2*batch, remaining, max(1, r.createParallelism)) {
 		names := make([]string, batch)
 		for i := range names {
 			for {
@@ -214,51 +222,38 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 	return seq, nil
 }
 
+// createBatch creates the Exporters named, concurrently.
 func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (created []string, err error) {
-	var mu sync.Mutex
-	var errs []error
+	errs := make([]error, len(names))
+	ok := make([]bool, len(names))
 	var wg sync.WaitGroup
-	// Windowed where the fast path takes the instances up: it is what reports them back.
-	_, windowed := r.memory.fast.forSet(keyOf(p.set))
-	windowed = windowed && r.fastPath
-	for _, name := range names {
-		// A slot from the finish-first gate (finishfirst.go).
-		release, err := r.finishFirst.create(ctx, r.createParallelism, windowed, time.Now)
-		if err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-			break
-		}
+	for i, name := range names {
 		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			e := r.newExporter(p, name)
 			err := r.client.Create(ctx, e)
-			if err == nil {
-				release(p.set.Namespace + "/" + name)
-			} else {
-				release("")
-			}
-			defer wg.Done()
-			mu.Lock()
-			defer mu.Unlock()
-			if apierrors.IsAlreadyExists(err) {
+			switch {
+			case apierrors.IsAlreadyExists(err):
 				// An earlier reconcile on a staler cache made it: it is ours, not a new one.
 				// A pass a second later looks again, in case no event follows (an Exporter
 				// of that name that is not the set's: its expectation lapses in time).
 				p.requeueIn(time.Second)
-				err = nil
-			} else if err == nil {
+				ok[i] = true
+			case err != nil:
+				errs[i] = fmt.Errorf("%s: %w", name, err)
+			default:
 				p.events.add(EventCreated, name, e)
+				ok[i] = true
 			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-				return
-			}
-			created = append(created, name)
 		}()
 	}
 	wg.Wait()
+	for i, name := range names {
+		if ok[i] {
+			created = append(created, name)
+		}
+	}
 	return created, errors.Join(errs...)
 }
 

@@ -9,7 +9,27 @@
 //	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry)
 //	_ = r.SetupWithManager(mgr)
 //
-// # Data flow
+// # Two reconcilers: the set decides, the instance builds
+//
+// SetupWithManager registers two reconcilers, split as cluster-api splits MachineSet from
+// Machine. Each object has one writer:
+//
+//   - the set reconciler (reconciler.go), keyed by ExporterSet, decides how many instances
+//     there are, which to retire and what each live instance gets, and writes the set's
+//     status. It creates, disables and deletes Exporters, and nothing else;
+//   - the instance reconciler (instancectl.go), keyed by Exporter, is the only writer of an
+//     instance's config Secret and Pods (and of the label on its credential Secret). It acts
+//     as soon as the Exporter has its credential, with what its set's last pass decided.
+//
+// Decisions flow one way, from the set to its instances, through one record per set
+// (intents.go) that the pass replaces whole and the instance reconciler only reads; the pass
+// pokes the instances whose inputs changed. What building an instance met (a missing
+// credential, an invalid Pod) flows back as a recorded result that the set's next pass turns
+// into conditions. Concurrency comes from the two workqueues, each serialising its keys: no
+// locks between the two, and no gate between creating and finishing instances. Creates are
+// paced by one mechanism, slow-start batches (act.go).
+//
+// # Data flow of a pass
 //
 // One reconcile of one set (a pass, pass.go) runs its steps in one direction. Each step takes
 // typed inputs and returns a typed result; none writes into an earlier step's data:
@@ -22,18 +42,16 @@
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
 //	status    status.go       ComputeStatus (pure)                          -> Counts
 //	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan
-//	act       act.go          create, retire (retire.go), configure and     -> actResult
-//	                          start (lifecycle.go) through the provisioner
+//	act       act.go          retire and remove (retire.go), publish the    -> actResult
+//	                          intents (intents.go), create, poke
 //	status    conditions.go   four conditions, each a pure function of the results
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
-// Beside the passes, the fast path (fastpath.go) configures and starts a fresh instance the
-// moment its credential appears, with the request its set's last pass prepared. Both serve
-// instances already begun before new ones are begun: Exporter creates wait at a gate
-// (finishfirst.go) while instances are being finished, and beyond a window of instances
-// begun and not yet finished. What the
-// reconciler remembers between passes lives in memory.go under one rule: nothing outlives
-// the set or the instance it is about.
+// The instance reconciler's steps (instancectl.go): the Exporter, its set and the set's
+// intents; its Pods and Secrets (observeInstance); restart Pods when decided; its config
+// Secret and Pod (lifecycle.go, through the provisioner); its result recorded. What the
+// reconcilers remember lives in memory.go under one rule: nothing outlives the set or the
+// instance it is about.
 //
 // The pure steps, ComputeStatus and PlanScale, are exported and need no API server
 // (examples/whatif uses them on a pool built in memory).

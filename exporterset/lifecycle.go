@@ -31,8 +31,8 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *Inst
 		return res, nil
 	}
 	if !in.HasPod() && in.ConfigSecret == nil && r.memory.podPending(keyOf(p.set), in.Exporter.UID, p.now) {
-		// Its Secret and Pod were created (by the fast path, or a pass before) after the
-		// cache this pass reads: writing them again would only be told AlreadyExists.
+		// Its Secret and Pod were created by an earlier reconcile after the cache this one
+		// reads: writing them again would only be told AlreadyExists.
 		return res, nil
 	}
 	secret, err := r.syncConfigSecret(ctx, p, ca, in, &res)

@@ -10,15 +10,15 @@ import (
 
 // The reconciler remembers a few things between passes, to spare remote calls and CPU: a
 // provisioner's description, a Validate verdict, the CA bundle, the status it last wrote,
-// the fast path's decisions, and per instance its enriched drivers, its rendered config
+// its last pass's decisions, and per instance its enriched drivers, its rendered config
 // (which holds the exporter's token) and the Pod it started. All of it is kept in memos,
 // under one rule: an entry lives no longer than what it is about.
 //
 //   - A set's entries go when the set is gone (Reconcile sees NotFound).
 //   - An instance's entries go at the first pass of its set that no longer sees the
 //     instance (deleted by us or by anyone, released by a Retain reclaim, moved to another
-//     set), unless the entry was written after that pass began: the fast path may configure
-//     an instance the pass's list does not show yet.
+//     set), unless the entry was written after that pass began: the instance reconciler may
+//     configure an instance the pass's list does not show yet.
 //
 // Freshness (how long a description or a CA bundle may be reused) is checked by the reader;
 // it is not a second eviction rule.
@@ -178,15 +178,17 @@ type sweeper interface {
 type memory struct {
 	clock atomic.Uint64
 
-	describes *memo[describeEntry]   // per set: its provisioner's Description
-	validated *memo[validationEntry] // per set: the last Validate verdict
-	ca        *memo[caEntry]         // per set: its CA bundle
-	own       *memo[ownWrite]        // per set: the status it last wrote
-	fast      *memo[fastEntry]       // per set: the fast path's decisions
-	fastEv    *memo[*passEvents]     // per set: the fast path's events
-	drivers   *memo[driversEntry]    // per instance: enriched drivers
-	configs   *memo[configEntry]     // per instance: the rendered config, with its token
-	started   *memo[startedPod]      // per instance: the Pod this process created
+	describes  *memo[describeEntry]   // per set: its provisioner's Description
+	validated  *memo[validationEntry] // per set: the last Validate verdict
+	ca         *memo[caEntry]         // per set: its CA bundle
+	own        *memo[ownWrite]        // per set: the status it last wrote
+	intents    *memo[*setIntents]     // per set: its last pass's decisions (intents.go)
+	instanceEv *memo[*passEvents]     // per set: the instance reconciler's events
+	poked      *memo[pokeKey]         // per instance: what it was last poked with
+	results    *memo[configureResult] // per instance: what building it last met
+	drivers    *memo[driversEntry]    // per instance: enriched drivers
+	configs    *memo[configEntry]     // per instance: the rendered config, with its token
+	started    *memo[startedPod]      // per instance: the Pod this process created
 
 	credentials *memo[credentialsEntry] // per set: its class's credentials (external provisioners)
 	inventory   *memo[time.Time]        // per set: when its external inventory was last swept
@@ -196,7 +198,8 @@ type memory struct {
 func newMemory() *memory {
 	m := &memory{}
 	m.describes, m.validated, m.ca = newMemo[describeEntry](&m.clock), newMemo[validationEntry](&m.clock), newMemo[caEntry](&m.clock)
-	m.own, m.fast, m.fastEv = newMemo[ownWrite](&m.clock), newMemo[fastEntry](&m.clock), newMemo[*passEvents](&m.clock)
+	m.own, m.intents, m.instanceEv = newMemo[ownWrite](&m.clock), newMemo[*setIntents](&m.clock), newMemo[*passEvents](&m.clock)
+	m.poked, m.results = newMemo[pokeKey](&m.clock), newMemo[configureResult](&m.clock)
 	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
 	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
 	m.startup = newMemo[startupLog](&m.clock)
@@ -204,7 +207,7 @@ func newMemory() *memory {
 }
 
 func (m *memory) all() []sweeper {
-	return []sweeper{m.describes, m.validated, m.ca, m.own, m.fast, m.fastEv, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup}
+	return []sweeper{m.describes, m.validated, m.ca, m.own, m.intents, m.instanceEv, m.poked, m.results, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup}
 }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.

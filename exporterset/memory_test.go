@@ -19,8 +19,8 @@ func TestMemoSweep(t *testing.T) {
 	m.putInstance("ns/a", "u2", "two")
 	m.putInstance("ns/b", "u3", "other set")
 
-	mark := clock.Load()                     // a pass of ns/a begins
-	m.putInstance("ns/a", "u4", "fast path") // written meanwhile, for an instance it does not list
+	mark := clock.Load()                               // a pass of ns/a begins
+	m.putInstance("ns/a", "u4", "instance reconciler") // written meanwhile, for an instance it does not list
 	m.sweep("ns/a", map[types.UID]bool{"u1": true}, mark)
 
 	for uid, want := range map[types.UID]bool{"u1": true, "u2": false, "u4": true} {
@@ -71,8 +71,10 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.validated.putSet("ns/s", validationEntry{})
 	m.ca.putSet("ns/s", caEntry{})
 	m.own.putSet("ns/s", ownWrite{})
-	m.fast.putSet("ns/s", fastEntry{})
-	m.fastEv.putSet("ns/s", &passEvents{})
+	m.intents.putSet("ns/s", &setIntents{})
+	m.instanceEv.putSet("ns/s", &passEvents{})
+	m.poked.putInstance("ns/s", "u", pokeKey{})
+	m.results.putInstance("ns/s", "u", configureResult{})
 	m.drivers.putInstance("ns/s", "u", driversEntry{})
 	m.configs.putInstance("ns/s", "u", configEntry{yaml: []byte("token: secret")})
 	m.podStarted("ns/s", "u", epoch)

@@ -1,6 +1,8 @@
 package exporterset
 
 import (
+	"maps"
+
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,15 +41,28 @@ func relevant(e *jumpstarterv1alpha1.Exporter) *jumpstarterv1alpha1.Exporter {
 	return c
 }
 
-// credentialIssued passes the Exporters of a set whose credential has just been issued (or
-// replaced), and at start every credentialed one: what the fast path acts on.
-var credentialIssued = predicate.Funcs{
+// instanceInputsChanged passes the Exporter events the instance reconciler acts on: a set's
+// Exporter created with its credential, or updated in what building it depends on (its
+// credential and endpoint, spec.enabled, its labels). Heartbeats and lease changes pass not:
+// the set's pass decides what a lease changes and pokes the instance (intents.go).
+var instanceInputsChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return hasCredential(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		return hasCredential(e.ObjectNew) && credentialOf(e.ObjectNew) != credentialOf(e.ObjectOld)
+		o, ok1 := e.ObjectOld.(*jumpstarterv1alpha1.Exporter)
+		n, ok2 := e.ObjectNew.(*jumpstarterv1alpha1.Exporter)
+		if !ok1 || !ok2 || !hasCredential(n) {
+			return false
+		}
+		return credentialOf(n) != credentialOf(o) || n.IsEnabled() != o.IsEnabled() || !maps.Equal(n.Labels, o.Labels)
 	},
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// createdOrDeleted passes an instance's Pod when it appears or goes, not on its status
+// updates: a Pod gone is started again, and a restart is the pass's decision.
+var createdOrDeleted = predicate.Funcs{
+	UpdateFunc: func(event.UpdateEvent) bool { return false },
 }
 
 func hasCredential(o client.Object) bool {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -39,22 +40,19 @@ type Reconciler struct {
 	useExpectations   bool
 	claimUnknown      bool
 	gate              ProvisionerGate // gate.go; nil acts on every set
-	pruned            prunedStatus    // pruned.go: status fields an older CRD drops
+	pruned            *prunedStatus   // pruned.go: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
 	retryInterval     time.Duration
 	inventoryInterval time.Duration
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
-	fastPath          bool // the fast path runs (SetupWithManager)
 
 	// memory is all it remembers between passes, under one rule (memory.go).
 	memory *memory
-	// instanceLocks serve the fast path (fastpath.go).
-	instanceLocks instanceLocks
-	// finishFirst holds new Exporter creates back while instances already begun are being
-	// finished (finishfirst.go).
-	finishFirst finishFirst
+	// instancePokes and setPokes feed the instance and set reconcilers' queues from the
+	// other side (intents.go); nil until SetupWithManager.
+	instancePokes, setPokes chan event.GenericEvent
 }
 
 // ownWrites is the status this reconciler last wrote, per set.
@@ -81,6 +79,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 		clock:             clock.RealClock{},
 		expectations:      newExpectations(),
 		memory:            newMemory(),
+		pruned:            &prunedStatus{},
 		failureMemory:     newFailureMemory(),
 		backoffBase:       DefaultFailureBackoffBase,
 		backoffCap:        DefaultFailureBackoffCap,
@@ -124,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.pruned.restore(&set)
 	p := &pass{set: &set, now: r.clock.Now(), events: &passEvents{}, requeue: &soonest{}}
 	defer func() {
-		r.takeFastEvents(req.String(), p.events)
+		r.takeInstanceEvents(req.String(), p.events)
 		p.events.flush(r.recorder, p.set)
 	}()
 	res, skip, err := r.reconcile(ctx, p)
@@ -187,8 +186,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, false, reqErr
 	}
 	if res.blocked != nil {
-		r.rememberFast(p, res) // forgets: the fast path must not start instances either
-		return res, false, nil // nothing is created or deleted while the set is blocked
+		r.memory.intents.dropSet(keyOf(set)) // its instances get nothing new either
+		return res, false, nil               // nothing is created or deleted while the set is blocked
 	}
 
 	var expected int32
@@ -203,9 +202,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	plan := PlanScale(in)
 	res.plan = &plan
-	r.rememberFast(p, res)
 	p.requeueIn(plan.RequeueAfter)
-	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq)
+	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil)
 	return res, false, err
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -205,16 +206,13 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 	return nil
 }
 
-// restartPods deletes an instance's terminal Pods (InPlaceReuse), and its current Pod when
-// its Problem says waiting will not help (a crash loop, a lost node), so a fresh Pod starts
-// for the same Exporter on a later reconcile: upstream leaves such an instance dead.
-func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance) error {
-	broken := (*corev1.Pod)(nil)
-	if in.Problem != nil && in.Problem.Replace && !in.Leased() {
-		broken = currentPod(in)
-	}
+// restartPods deletes an instance's terminal Pods (InPlaceReuse), and the Pod broken when
+// the pass found that waiting will not help (a crash loop, a lost node), so a fresh Pod
+// starts for the same Exporter: upstream leaves such an instance dead. The instance
+// reconciler calls it, as its set's pass decided (intents.go).
+func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance, broken types.UID) error {
 	for _, pod := range in.Pods {
-		if pod.DeletionTimestamp != nil || (pod != broken && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded) {
+		if pod.DeletionTimestamp != nil || (broken == "" || pod.UID != broken) && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
 			continue
 		}
 		uid := pod.UID

@@ -13,9 +13,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -85,7 +87,16 @@ func mustRequirement(key string, op selection.Operator, vals []string) labels.Re
 	return *r
 }
 
-// SetupWithManager registers the reconciler and its watches: ExporterSets (spec changes),
+// InstanceManagerSuffix ends the field manager name the instance reconciler writes with
+// (the set reconciler writes with the reconciler's name alone).
+const InstanceManagerSuffix = "-instance"
+
+// pokeBuffer is how many pokes wait for their reconciler's queue before a sender waits: the
+// sources drain them continuously, so it only smooths a pass that pokes a whole pool.
+const pokeBuffer = 1024
+
+// SetupWithManager registers the set reconciler and the instance reconciler (instancectl.go).
+// The set reconciler watches ExporterSets (spec changes),
 // their Exporters, the Pods and Secrets labelled with a set, VirtualTargetClasses (mapped to
 // the sets naming them) and Leases (mapped to the sets whose instances they would match).
 // The manager's cache should be configured with CacheOptions, and the reconciler's client
@@ -103,16 +114,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	r.indexed = true
-	// The fast path (fastpath.go): one reconcile per Exporter whose credential appears.
+	// The instance reconciler (instancectl.go): one reconcile per Exporter, the only writer
+	// of its config Secret and Pods.
+	r.instancePokes, r.setPokes = make(chan event.GenericEvent, pokeBuffer), make(chan event.GenericEvent, pokeBuffer)
+	// Each writes as its own field manager, so the API server's managedFields show which of
+	// the two wrote an object (the one-writer test reads them). The instance reconciler
+	// shares everything else with the set's: its memory, its recorder, its options.
+	inst := *r
+	inst.client = client.WithFieldOwner(r.client, r.name+InstanceManagerSuffix)
+	r.client = client.WithFieldOwner(r.client, r.name)
 	err = ctrl.NewControllerManagedBy(mgr).
-		Named(r.name+"-start").
-		For(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(credentialIssued)).
+		Named(r.name+"-instance").
+		For(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(instanceInputsChanged)).
+		Owns(&corev1.Pod{}, builder.WithPredicates(createdOrDeleted)).
+		Owns(&corev1.Secret{}).
+		WatchesRawSource(source.Channel(r.instancePokes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.createParallelism}).
-		Complete(fastStart{r})
+		Complete(instanceReconciler{&inst})
 	if err != nil {
 		return err
 	}
-	r.fastPath = true
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -121,6 +142,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&vtv1alpha1.VirtualTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.setsOfClass)).
 		Watches(&jumpstarterv1alpha1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.setsOfLease)).
+		WatchesRawSource(source.Channel(r.setPokes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrent}).
 		Complete(r)
 }
