@@ -79,6 +79,9 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err == nil && caProblem == "" {
 		res, err = r.configure(ctx, p, ca, in, start)
 	}
+	if caProblem != "" || res.credMissing != "" {
+		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
+	}
 	errs = append(errs, err)
 	if r.memory.putResult(key, e.UID, res) {
 		r.poke(ctx, r.setPokes, &set) // its conditions change

@@ -111,6 +111,14 @@ func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *setIntents, li
 	}
 }
 
+// withdraw forgets a set's decisions, and what its instances were poked with: until a pass
+// decides again, the instance reconciler builds nothing new for the set, and that pass
+// pokes every live instance again (one may have been passed over meanwhile).
+func (r *Reconciler) withdraw(set string) {
+	r.memory.intents.dropSet(set)
+	r.memory.poked.forget(set)
+}
+
 // poke queues o on the reconciler that ch feeds (nil before SetupWithManager: nothing
 // runs to take it). The channel is buffered; a full one waits for its source to drain it,
 // which it does continuously, or for ctx.

@@ -128,6 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}()
 	res, skip, err := r.reconcile(ctx, p)
 	if skip {
+		r.withdraw(req.String()) // gated, not served here, or a partial view: build nothing new
 		return ctrl.Result{RequeueAfter: p.requeue.get()}, err
 	}
 	if werr := r.writeStatus(ctx, p, res); werr != nil {
@@ -186,7 +187,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, false, reqErr
 	}
 	if res.blocked != nil {
-		r.memory.intents.dropSet(keyOf(set)) // its instances get nothing new either
+		r.withdraw(keyOf(set)) // its instances get nothing new either
 		return res, false, nil               // nothing is created or deleted while the set is blocked
 	}
 
