@@ -173,11 +173,8 @@ func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) er
 	return errors.Join(errs...)
 }
 
-// createInstances creates n Exporters in slow-start batches (1, 2, 4, ... up to
-// createParallelism), as the ReplicaSet controller does: a create that fails for all
-// (quota, admission) costs one call, not n. This is the one bound on creates: instances
-// already begun are finished first because the instance reconciler's queue holds them
-// before the later ones (instancectl.go).
+// createInstances creates n Exporters (n is paced already, pacing.go), at most
+// createParallelism at once.
 func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observation, n int32, seq int64) (int64, error) {
 	if n <= 0 {
 		return seq, nil
@@ -197,7 +194,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		taken[in.Name()] = true
 	}
 	remaining := int(n)
-	for batch := min(1, remaining); batch > 0; batch = min(2*batch, remaining, max(1, r.createParallelism)) {
+	for batch := min(remaining, max(1, r.createParallelism)); batch > 0; batch = min(remaining, max(1, r.createParallelism)) {
 		names := make([]string, batch)
 		for i := range names {
 			for {

@@ -26,8 +26,9 @@
 // pokes the instances whose inputs changed. What building an instance met (a missing
 // credential, an invalid Pod) flows back as a recorded result that the set's next pass turns
 // into conditions. Concurrency comes from the two workqueues, each serialising its keys: no
-// locks between the two, and no gate between creating and finishing instances. Creates are
-// paced by one mechanism, slow-start batches (act.go).
+// locks between the two. Creates are paced by one pure mechanism, a window on the instances
+// begun and not yet finished that grows as they finish (pacing.go), so the first instances
+// are finished before the bulk is begun.
 //
 // # Data flow of a pass
 //

@@ -188,7 +188,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	if res.blocked != nil {
 		r.withdraw(keyOf(set)) // its instances get nothing new either
-		return res, false, nil               // nothing is created or deleted while the set is blocked
+		return res, false, nil // nothing is created or deleted while the set is blocked
 	}
 
 	var expected int32
@@ -202,6 +202,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
 	plan := PlanScale(in)
+	if room, wake := createRoom(obs.Instances, expected, p.now); plan.Create > room {
+		plan.Create = room // pacing.go: the instances begun are finished first
+		p.requeueIn(wake)
+	}
 	res.plan = &plan
 	p.requeueIn(plan.RequeueAfter)
 	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil)

@@ -1,0 +1,45 @@
+package exporterset
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func configured(in *Instance) { in.ConfigSecret = &corev1.Secret{} }
+
+// The window: initialWindow before anything is finished, growing by windowGrowth per
+// instance finished; an unfinished instance holds its place for beginTimeout only.
+func TestCreateRoom(t *testing.T) {
+	now := epoch.Add(500 * time.Millisecond) // instances below are created at epoch
+	cases := []struct {
+		name      string
+		instances []*Instance
+		expected  int32
+		room      int32
+		wake      time.Duration
+	}{
+		{"empty pool", nil, 0, initialWindow, 0},
+		{"creates in flight count", nil, 3, initialWindow - 3, 0},
+		{"window full", []*Instance{instance("a"), instance("b"), instance("c")}, 1, 0, 2500 * time.Millisecond},
+		{"one finished by its config", []*Instance{instance("a", configured), instance("b")}, 0, initialWindow + windowGrowth - 1, 2500 * time.Millisecond},
+		{"one finished by its Pod", []*Instance{instance("a", pod(corev1.PodPending)), instance("b")}, 0, initialWindow + windowGrowth - 1, 2500 * time.Millisecond},
+		{"retiring and deleting hold no place", []*Instance{instance("a", retiring), instance("b", deleting)}, 0, initialWindow, 0},
+		{"a lapsed place counts as finished", []*Instance{instance("old", createdAt(-3*time.Second)), instance("b")}, 0, initialWindow + windowGrowth - 1, 2500 * time.Millisecond},
+		{"a pool of 100 finished", hundred(), 0, initialWindow + windowGrowth*100, 0},
+	}
+	for _, c := range cases {
+		room, wake := createRoom(c.instances, c.expected, now)
+		if room != c.room || wake != c.wake {
+			t.Errorf("%s: room %d, wake %v; want %d, %v", c.name, room, wake, c.room, c.wake)
+		}
+	}
+}
+
+func hundred() (out []*Instance) {
+	for range 100 {
+		out = append(out, instance("x", ready))
+	}
+	return out
+}
