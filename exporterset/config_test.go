@@ -13,7 +13,11 @@ import (
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
-var updateConfigGolden = flag.Bool("update-config", false, "rewrite testdata/config/*.yaml from the current output")
+// RenderExporterConfig is renderExporterConfig for the tests of package exporterset_test
+// (adopt_test.go writes an instance's config as the reconciler would).
+var RenderExporterConfig = renderExporterConfig
+
+var updateConfigGolden = flag.Bool("update", false, "rewrite testdata/config/*.yaml from the current output")
 
 const goldenCA = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n"
 
@@ -28,7 +32,7 @@ func rawJSON(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw:
 
 // TestRenderExporterConfigGolden pins the bytes of the config Secret: they are compared with
 // the Secret every reconcile, so a change in rendering rewrites every instance's Secret. The
-// files are exact Secret content (no header); -update-config rewrites them.
+// files are exact Secret content (no header); -update rewrites them.
 func TestRenderExporterConfigGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -66,7 +70,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 		drivers:  []vtv1alpha1.DriverSpec{{Name: "true", Type: "yes"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := RenderExporterConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers)
+			got, err := renderExporterConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +81,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 
 func TestRenderExporterConfigDuplicateDriver(t *testing.T) {
 	drivers := []vtv1alpha1.DriverSpec{{Name: "qemu", Type: "a.B"}, {Name: "qemu", Ref: "x.y"}}
-	_, err := RenderExporterConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers)
+	_, err := renderExporterConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers)
 	if want := `driver "qemu" is listed twice`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}
