@@ -7,24 +7,24 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
-func exporterConfig(t *testing.T, w *world, exporter string) *exporterset.ExporterConfig {
+func exporterConfig(t *testing.T, w *world, exporter string) *exportercfg.Config {
 	t.Helper()
 	var s corev1.Secret
 	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.ConfigSecretName(exporter)}, &s); err != nil {
 		return nil
 	}
-	var cfg exporterset.ExporterConfig
-	if err := yaml.Unmarshal(s.Data[provisioner.ExporterConfigFile], &cfg); err != nil {
+	cfg, err := exportercfg.Parse(s.Data[provisioner.ExporterConfigFile])
+	if err != nil {
 		t.Fatalf("config of %s is not an ExporterConfig: %v", exporter, err)
 	}
-	return &cfg
+	return cfg
 }
 
 // The config Secret follows the contract page, is re-synced when the token rotates, and a

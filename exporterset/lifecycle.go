@@ -120,7 +120,7 @@ func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1
 	if err != nil || podErr != nil {
 		return nil, podErr, err
 	}
-	y, err := RenderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
+	y, err := renderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
 	if err != nil {
 		return nil, nil, provisioner.Invalid(err)
 	}

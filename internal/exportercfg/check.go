@@ -35,7 +35,7 @@ func (c *Config) Check() error {
 	if c.Token == "" {
 		return fmt.Errorf("token is empty: the exporter cannot authenticate")
 	}
-	if err := c.TLS.check(); err != nil {
+	if err := c.TLS.Check(); err != nil {
 		return err
 	}
 	for _, name := range c.DriverNames() {
@@ -64,9 +64,9 @@ func checkEndpoint(ep string) error {
 	return nil
 }
 
-// check wants a CA holding a PEM certificate unless verification is off. The wording matches
-// what the simulator reports for the same config.
-func (t TLS) check() error {
+// Check wants a CA holding a PEM certificate unless verification is off. The simulator
+// reports the same words when a running exporter's config changes under it.
+func (t TLS) Check() error {
 	if t.Insecure {
 		return nil
 	}
@@ -84,13 +84,14 @@ func (t TLS) check() error {
 
 // check wants exactly {type[, config]} or {ref}.
 func (d Driver) check() error {
-	for _, f := range d.fields {
+	fields := d.keys()
+	for _, f := range fields {
 		if f != "type" && f != "config" && f != "ref" {
 			return fmt.Errorf("unknown field %q (want type and config, or ref)", f)
 		}
 	}
 	has := func(f string) bool {
-		for _, x := range d.fields {
+		for _, x := range fields {
 			if x == f {
 				return true
 			}
@@ -99,7 +100,7 @@ func (d Driver) check() error {
 	}
 	switch {
 	case has("ref") && (has("type") || has("config")):
-		return fmt.Errorf("has ref and %s: want type and config, or ref alone", strings.Join(without(d.fields, "ref"), " and "))
+		return fmt.Errorf("has ref and %s: want type and config, or ref alone", strings.Join(without(fields, "ref"), " and "))
 	case has("ref") && d.Ref == "":
 		return fmt.Errorf("ref is empty")
 	case has("ref"):
@@ -110,6 +111,24 @@ func (d Driver) check() error {
 		return fmt.Errorf("type is empty")
 	}
 	return nil
+}
+
+// keys are the entry's keys: as written when parsed, else its non-empty values'.
+func (d Driver) keys() []string {
+	if d.fields != nil {
+		return d.fields
+	}
+	var out []string
+	if len(bytes.TrimSpace(d.Config)) > 0 {
+		out = append(out, "config")
+	}
+	if d.Ref != "" {
+		out = append(out, "ref")
+	}
+	if d.Type != "" {
+		out = append(out, "type")
+	}
+	return out
 }
 
 func without(list []string, drop string) []string {

@@ -2,10 +2,7 @@ package exportercfg
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
-
-	"sigs.k8s.io/yaml"
 )
 
 // The file's type, as the controller writes it.
@@ -14,7 +11,8 @@ const (
 	Kind       = "ExporterConfig"
 )
 
-// Config is an ExporterConfig file.
+// Config is an ExporterConfig file. [Render] writes it and [Parse] reads it; encoding/json
+// alone drops the export map (it has its own form, see [Driver]).
 type Config struct {
 	APIVersion     string   `json:"apiVersion"`
 	Kind           string   `json:"kind"`
@@ -23,9 +21,10 @@ type Config struct {
 	TLS            TLS      `json:"tls"`
 	Token          string   `json:"token"`
 	ExitOnLeaseEnd bool     `json:"exitOnLeaseEnd"`
-	// Export is filled by Parse from the file's export map (each entry checked by Check).
+	// Export maps a driver name to its entry: filled by Parse from the file's export map
+	// (each entry checked by Check), written by Render (a nil map as an empty one).
 	Export map[string]Driver `json:"-"`
-	// Hooks is kept as written; nothing here checks it.
+	// Hooks is kept as written; nothing here checks it. The controller writes none.
 	Hooks json.RawMessage `json:"hooks,omitempty"`
 }
 
@@ -41,62 +40,17 @@ type TLS struct {
 	Insecure bool   `json:"insecure"`
 }
 
-// Driver is one entry of the export map: a driver class with its config, or a ref.
+// Driver is one entry of the export map: a driver class with its config, or a ref to a
+// nested driver.
 type Driver struct {
-	Type   string
+	Type string
+	// Config is the driver's configuration as JSON; empty (or only white space) means none.
 	Config json.RawMessage
 	Ref    string
-	// fields are the keys the entry was written with, so that Check can name a stray one.
+	// fields are the keys the entry was written with (set by Parse), so that Check can tell
+	// `type: ''` from no type and name a stray key. An entry built in code has none: its
+	// non-empty values are its keys.
 	fields []string
-}
-
-// Parse reads a config from YAML (or JSON). It fails only on syntax and on fields of the
-// wrong type; Check judges the content.
-func Parse(data []byte) (*Config, error) {
-	var raw struct {
-		Config
-		Export map[string]json.RawMessage `json:"export"`
-	}
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("not a YAML ExporterConfig: %w", err)
-	}
-	cfg := raw.Config
-	if raw.Export != nil {
-		cfg.Export = make(map[string]Driver, len(raw.Export))
-	}
-	for name, entry := range raw.Export {
-		d, err := parseDriver(entry)
-		if err != nil {
-			return nil, fmt.Errorf("export[%q]: %w", name, err)
-		}
-		cfg.Export[name] = d
-	}
-	return &cfg, nil
-}
-
-func parseDriver(entry json.RawMessage) (Driver, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(entry, &fields); err != nil {
-		return Driver{}, fmt.Errorf("not a map of type/config or ref: %w", err)
-	}
-	var d Driver
-	for k, v := range fields {
-		d.fields = append(d.fields, k)
-		var err error
-		switch k {
-		case "type":
-			err = json.Unmarshal(v, &d.Type)
-		case "ref":
-			err = json.Unmarshal(v, &d.Ref)
-		case "config":
-			d.Config = v
-		}
-		if err != nil {
-			return Driver{}, fmt.Errorf("%s: %w", k, err)
-		}
-	}
-	sort.Strings(d.fields)
-	return d, nil
 }
 
 // DriverNames returns the names of the exported drivers, sorted.
@@ -107,18 +61,4 @@ func (c *Config) DriverNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Load parses data and checks it: what an exporter does with its config file before it
-// does anything else. The real-node tier's stand-in exporter and jumpsim's simulated one
-// both exit with this error, so they fail alike.
-func Load(data []byte) (*Config, error) {
-	c, err := Parse(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Check(); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

@@ -2,18 +2,16 @@ package jumpsim
 
 import (
 	"context"
-	"encoding/json"
 	"path"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 )
 
 // ExporterConfigDir is where the exporter container reads its config (contract §3.4).
@@ -21,22 +19,6 @@ const ExporterConfigDir = "/etc/jumpstarter/exporters"
 
 // ExporterConfigKey is the file (and Secret key) of the exporter config.
 const ExporterConfigKey = "config.yaml"
-
-// exporterConfig is the part of the ExporterConfig file the simulated exporter acts on.
-type exporterConfig struct {
-	Endpoint       string                     `json:"endpoint"`
-	Token          string                     `json:"token"`
-	TLS            exporterConfigTLS          `json:"tls"`
-	ExitOnLeaseEnd bool                       `json:"exitOnLeaseEnd"`
-	Export         map[string]json.RawMessage `json:"export"`
-}
-
-// exporterConfigTLS is how the exporter trusts the controller: a base64-encoded PEM bundle,
-// or no verification at all.
-type exporterConfigTLS struct {
-	CA       string `json:"ca"`
-	Insecure bool   `json:"insecure"`
-}
 
 // configSource locates the exporter config of a Pod: the container that mounts it and the
 // Secret and key the file comes from.
@@ -119,27 +101,20 @@ func (s *Simulator) exporterConfigBytes(ctx context.Context, pod *corev1.Pod) ([
 	return raw, src, ok
 }
 
-// readExporterConfig reads and parses a Pod's exporter config from the cache.
-func (s *Simulator) readExporterConfig(ctx context.Context, pod *corev1.Pod) (*exporterConfig, configSource, bool) {
+// readExporterConfig reads and parses a Pod's exporter config from the cache. It does not
+// check it: a config that parses but would not load has stopped the exporter at start
+// (configfailure.go), and one that changed under a running exporter is judged by
+// configProblem.
+func (s *Simulator) readExporterConfig(ctx context.Context, pod *corev1.Pod) (*exportercfg.Config, configSource, bool) {
 	raw, src, ok := s.exporterConfigBytes(ctx, pod)
 	if !ok {
 		return nil, src, false
 	}
-	var cfg exporterConfig
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+	cfg, err := exportercfg.Parse(raw)
+	if err != nil {
 		return nil, src, false
 	}
-	return &cfg, src, true
-}
-
-// driverNames returns the configured driver names, sorted, for status.devices.
-func (c *exporterConfig) driverNames() []string {
-	out := make([]string, 0, len(c.Export))
-	for name := range c.Export {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
+	return cfg, src, true
 }
 
 // runningSince is when the exporter process in pod started: the config-mounting container's

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 )
 
 // Condition reasons and messages, as upstream's controller words them.
@@ -137,7 +138,7 @@ type presenceView struct {
 	// pod is the Pod whose exporter process is connected, nil when none is.
 	pod *corev1.Pod
 	// cfg is that Pod's exporter config, nil when unreadable.
-	cfg *exporterConfig
+	cfg *exportercfg.Config
 	// exited is set when no process is connected because one exited after its lease.
 	exited bool
 	// blocked says why the process in pod cannot register ("" when it can).
@@ -341,10 +342,10 @@ func setCond(conds *[]metav1.Condition, typ string, status bool, gen int64, reas
 
 // devicesFor reports one device per configured driver (a single "root" device when the
 // config is unreadable), with UUIDs stable per Exporter.
-func devicesFor(ex *jsv1.Exporter, cfg *exporterConfig) []jsv1.Device {
+func devicesFor(ex *jsv1.Exporter, cfg *exportercfg.Config) []jsv1.Device {
 	names := []string{"root"}
 	if cfg != nil && len(cfg.Export) > 0 {
-		names = cfg.driverNames()
+		names = cfg.DriverNames()
 	}
 	out := make([]jsv1.Device, 0, len(names))
 	for _, n := range names {

@@ -1,9 +1,7 @@
 package jumpsim
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -12,11 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 )
-
-// pemCertificateMarker opens a certificate in a PEM bundle. The simulator checks a CA no
-// further: test fixtures use certificates whose bodies are not real DER.
-const pemCertificateMarker = "-----BEGIN CERTIFICATE-----"
 
 // msgStale is upstream's Online=False message for an exporter not seen for a while.
 func msgStale(timeout time.Duration) string {
@@ -66,20 +61,12 @@ func (s *Simulator) checkRegistration(ctx context.Context, ex *jsv1.Exporter, v 
 
 // configProblem returns what an exporter with config cfg would log when it fails to
 // register as ex, or "" when the config is right.
-func (s *Simulator) configProblem(ctx context.Context, ex *jsv1.Exporter, cfg *exporterConfig) string {
+func (s *Simulator) configProblem(ctx context.Context, ex *jsv1.Exporter, cfg *exportercfg.Config) string {
 	if ex.Status.Endpoint != "" && cfg.Endpoint != ex.Status.Endpoint {
 		return fmt.Sprintf("failed to connect to the controller at %q: the Exporter's endpoint is %q", cfg.Endpoint, ex.Status.Endpoint)
 	}
-	if !cfg.TLS.Insecure {
-		ca, err := base64.StdEncoding.DecodeString(cfg.TLS.CA)
-		switch {
-		case err != nil:
-			return fmt.Sprintf("failed to connect to the controller at %q: tls.ca is not base64: %v", cfg.Endpoint, err)
-		case len(bytes.TrimSpace(ca)) == 0:
-			return fmt.Sprintf("failed to connect to the controller at %q: tls.ca is empty and tls.insecure is false: no CA to verify the controller's certificate", cfg.Endpoint)
-		case !bytes.Contains(ca, []byte(pemCertificateMarker)):
-			return fmt.Sprintf("failed to connect to the controller at %q: tls.ca holds no PEM certificate", cfg.Endpoint)
-		}
+	if err := cfg.TLS.Check(); err != nil {
+		return fmt.Sprintf("failed to connect to the controller at %q: %v", cfg.Endpoint, err)
 	}
 	if ex.Status.Credential != nil {
 		var sec corev1.Secret
