@@ -22,8 +22,9 @@
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
 //	status    status.go       ComputeStatus (pure)                          -> Counts
 //	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan
-//	act       act.go          create, retire (retire.go), configure and     -> actResult
-//	                          start (lifecycle.go) through the provisioner
+//	act       act.go          remove and retire (retire.go), create,        -> actResult
+//	                          configure and start (lifecycle.go) through
+//	                          the provisioner
 //	status    conditions.go   four conditions, each a pure function of the results
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
@@ -34,6 +35,12 @@
 // begun and not yet finished. What the
 // reconciler remembers between passes lives in memory.go under one rule: nothing outlives
 // the set or the instance it is about.
+//
+// The ceiling: every Exporter of the set that exists counts against maxReplicas, those on
+// their way out included. Plan.Create fits beside all of them; act runs the removals first
+// and creates Plan.CreateAfterRemove more only as removals report their Exporter gone
+// (retire.go's remove), so a replacement at the ceiling follows its predecessor in the same
+// pass and never overlaps it.
 //
 // The pure steps, ComputeStatus and PlanScale, are exported and need no API server
 // (examples/whatif uses them on a pool built in memory).

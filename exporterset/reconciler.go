@@ -265,6 +265,7 @@ func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
 		SpecHash:             p.hash,
 		Instances:            obs.Instances,
 		Expected:             expected,
+		Others:               int32(len(obs.Strays)),
 		Demand:               int32(len(obs.WaitingLeases)),
 		Bookings:             obs.Bookings,
 		Now:                  p.now,
