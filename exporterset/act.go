@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,9 @@ import (
 
 // act carries out the plan: remove, retire, publish the decisions for the live instances,
 // create, then poke the instances the decisions changed for; the instance reconciler
-// (instancectl.go) configures, starts and restarts them. holdUntil is when the plan lets
+// (instancectl.go) configures, starts and restarts them. Creates never take the set over
+// maxReplicas: plan.Create fits beside everything that exists, and plan.CreateAfterRemove
+// more follow only as removals are confirmed gone. holdUntil is when the plan lets
 // Pods start again (a failure backoff, an unreachable remote end). It goes on after a failed
 // step where the steps are independent, and returns every error, so one bad instance does not
 // stall the pool. seq is the next instance sequence number.
@@ -41,14 +44,20 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	for _, in := range plan.Remove {
 		done[in.Name()] = true
 	}
-	// Removals overlap the rest: the plan does not count the instances it removes against
-	// maxReplicas, so their replacements need not wait for them, and a replacement's create
-	// goes first (a removal is three requests, a lease check among them).
-	removed := make(chan error, 1)
-	removeLater := func() { go func() { removed <- r.removeAll(ctx, p, plan.Remove) }() }
-	if plan.Create == 0 {
-		removeLater()
+	// Removals start first, concurrently among themselves and with the creates that fit
+	// beside them (plan.Create counts the instances being removed against maxReplicas).
+	// A replacement at the ceiling is created in this pass once its predecessor's removal
+	// is confirmed gone, one per removal: it waits for the delete's round trips (a re-read,
+	// a Lease list, a delete), never for another pass.
+	type removal struct {
+		gone int32
+		err  error
 	}
+	removed := make(chan removal, 1)
+	go func() {
+		gone, err := r.removeAll(ctx, p, plan.Remove)
+		removed <- removal{gone, err}
+	}()
 	for _, in := range plan.Retire {
 		done[in.Name()] = true
 		errs = append(errs, r.retire(ctx, p, in))
@@ -59,7 +68,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		}
 		done[in.Name()] = true
 		if in.Retiring() {
-			errs = append(errs, r.remove(ctx, p, in))
+			_, err := r.remove(ctx, p, in)
+			errs = append(errs, err)
 		} else {
 			errs = append(errs, r.retire(ctx, p, in))
 		}
@@ -79,19 +89,21 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	r.memory.intents.putSet(keyOf(p.set), intents)
 	var err error
 	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
+	rm := <-removed
+	errs = append(errs, rm.err)
+	if after := plan.CreatesAfterRemoval(rm.gone); after > 0 && err == nil {
+		res.seq, err = r.createInstances(ctx, p, obs, after, res.seq)
+	}
 	if err != nil {
 		res.createErr = err
 		errs = append(errs, err)
-	}
-	if plan.Create > 0 {
-		removeLater()
 	}
 
 	var external []error
 	if extReq != nil {
 		external, err = r.ensureExternalAll(ctx, p, extReq, live)
 	}
-	errs = append(errs, caErr, err, <-removed)
+	errs = append(errs, caErr, err)
 	if extReq != nil && err == nil {
 		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
 	}
@@ -153,12 +165,13 @@ func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *pro
 	return invalid, errors.Join(errs...)
 }
 
-// removeAll removes instances concurrently, at most createParallelism at once. Each removal
-// is a re-read, a Lease list and a delete; one after another, a pass recycling the nine
-// instances a lease storm had used took over two seconds before it created a single
-// replacement.
-func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) error {
+// removeAll removes instances concurrently, at most createParallelism at once, and counts
+// those confirmed gone. Each removal is a re-read, a Lease list and a delete; one after
+// another, a pass recycling the nine instances a lease storm had used took over two seconds
+// before it created a single replacement.
+func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) (gone int32, err error) {
 	errs := make([]error, len(ins))
+	var n atomic.Int32
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
 	for i, in := range ins {
@@ -166,11 +179,15 @@ func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) er
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			errs[i] = r.remove(ctx, p, in)
+			var g bool
+			g, errs[i] = r.remove(ctx, p, in)
+			if g {
+				n.Add(1)
+			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return n.Load(), errors.Join(errs...)
 }
 
 // createInstances creates n Exporters (n is paced already, pacing.go), at most

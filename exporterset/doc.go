@@ -43,8 +43,9 @@
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
 //	status    status.go       ComputeStatus (pure)                          -> Counts
 //	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan
-//	act       act.go          retire and remove (retire.go), publish the    -> actResult
-//	                          intents (intents.go), create, poke
+//	act       act.go          remove and retire (retire.go), publish the    -> actResult
+//	                          intents (intents.go), create (pacing.go),
+//	                          poke
 //	status    conditions.go   four conditions, each a pure function of the results
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
@@ -53,6 +54,12 @@
 // Secret and Pod (lifecycle.go, through the provisioner); its result recorded. What the
 // reconcilers remember lives in memory.go under one rule: nothing outlives the set or the
 // instance it is about.
+//
+// The ceiling: every Exporter of the set that exists counts against maxReplicas, those on
+// their way out included. Plan.Create fits beside all of them; act runs the removals first
+// and creates Plan.CreateAfterRemove more only as removals report their Exporter gone
+// (retire.go's remove), so a replacement at the ceiling follows its predecessor in the same
+// pass and never overlaps it.
 //
 // The pure steps, ComputeStatus and PlanScale, are exported and need no API server
 // (examples/whatif uses them on a pool built in memory).

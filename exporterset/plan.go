@@ -22,6 +22,9 @@ type PlanInput struct {
 	Instances []*Instance
 	// Expected is the number of instances created but not yet seen in the cache.
 	Expected int32
+	// Others is the number of the set's Exporters outside Instances (strays: they no longer
+	// match the selector). They still exist, so they count against maxReplicas.
+	Others int32
 	// Demand is the number of waiting Leases that would match the set's instances.
 	Demand int32
 	// Bookings are the Leases booked ahead for the set's instances (not begun, not yet
@@ -43,8 +46,18 @@ type PlanInput struct {
 type Plan struct {
 	// Wanted is how many serving-or-warm instances the set wants, before the ceiling.
 	Wanted int32
-	// Create is how many new instances to create now.
+	// Create is how many new instances to create now: every Exporter of the set that still
+	// exists (Instances, Others, Expected) counts against maxReplicas, so Create alone never
+	// takes the set over it.
 	Create int32
+	// CreateAfterRemove is how many more instances may be created once removals from Remove
+	// are confirmed gone, one per removal (CreatesAfterRemoval): at the ceiling a
+	// replacement waits for its predecessor's delete (act.go).
+	CreateAfterRemove int32
+	// RemoveBeforeCreate is how many Exporters of the set exist beyond maxReplicas (being
+	// deleted, retiring, exited): that many removals must be gone before the first of
+	// CreateAfterRemove.
+	RemoveBeforeCreate int32
 	// Retire are instances to disable now (surplus, excess over the ceiling, or outdated);
 	// they are removed once unleased.
 	Retire []*Instance
@@ -87,10 +100,14 @@ type Plan struct {
 // The floor and the warm buffer count live instances: enabled, not retiring, not recycled,
 // and built from the current spec. Leased instances are busy; the others, ready or still
 // starting, are warm. Wanted = max(minReplicas, busy + minAvailableReplicas + demand),
-// capped by maxReplicas, which counts every instance not being removed or recycled. Each
-// booking due (begin time within LeadTime) adds one to Wanted, and to the Pods started under
-// WaitForFirstConsumer; a later one makes the plan requeue for when it falls due. A
-// surplus of warm instances is retired only after the cooldown of continuous surplus; an
+// capped by maxReplicas. The ceiling counts every Exporter of the set that exists: live,
+// retiring, exited and awaiting removal, being deleted (held by a finalizer), strays, and
+// those created but not yet seen. An instance removed this pass makes room only once act has
+// seen it gone (CreateAfterRemove), so a replacement at the ceiling follows its predecessor
+// and never overlaps it; an excess over the ceiling, though, counts only the instances that
+// stay, as those on their way out need no retiring. Each booking due (begin time within
+// LeadTime) adds one to Wanted, and to the Pods started under WaitForFirstConsumer; a later
+// one makes the plan requeue for when it falls due. A surplus of warm instances is retired only after the cooldown of continuous surplus; an
 // excess over the ceiling is retired at once. A leased instance is never retired or removed.
 // An unleased instance whose Problem asks for replacement is retired and replaced. While
 // BackoffUntil is ahead, nothing new is created or started.
@@ -163,12 +180,20 @@ func PlanScale(in PlanInput) Plan {
 	rolled := rollOutdated(in, old, warm, max(0, capped-live), room, busy, holding)
 	p.Retire = append(p.Retire, rolled...)
 	p.Outdated = int32(len(old))
-	occupied -= int32(len(rolled))
+	occupied -= int32(len(rolled)) // on their way out: not an excess to retire below
 	old = without(old, rolled)
 	if live < capped {
-		p.Create = capped - live
+		want := capped - live
+		p.Create = want
 		if in.MaxReplicas > 0 {
-			p.Create = min(p.Create, max(0, in.MaxReplicas-occupied-in.Expected))
+			// Everything that exists counts, on its way out or not; what is removed this
+			// pass makes room only once it is gone. A rolled instance is removed after its
+			// retireGrace, by a later pass, which then creates its replacement.
+			present := int32(len(in.Instances)) + in.Others + in.Expected
+			p.Create = min(want, max(0, in.MaxReplicas-present))
+			p.RemoveBeforeCreate = max(0, present-in.MaxReplicas)
+			after := min(want-p.Create, int32(len(p.Remove))-p.RemoveBeforeCreate, in.MaxReplicas-occupied-in.Expected-p.Create)
+			p.CreateAfterRemove = max(0, after)
 		}
 	}
 
@@ -211,12 +236,12 @@ func PlanScale(in PlanInput) Plan {
 	if in.MaxReplicas > 0 {
 		p.BookedWaiting = bookingsOverCeiling(due, in.MaxReplicas-busy-in.Demand)
 	}
-	p.BookingNote = BookingSummary(due, min(p.Create, int32(len(due))), in.LeadTime, p.BookedWaiting)
+	p.BookingNote = BookingSummary(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
 	p.StartPods = podsToStart(in, warm, leasedLive, int32(len(due)))
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {
-		p.BackingOff, p.Held = true, p.Create
-		p.Create, p.StartPods, p.RestartPods = 0, nil, nil
+		p.BackingOff, p.Held = true, p.Create+p.CreateAfterRemove
+		p.Create, p.CreateAfterRemove, p.RemoveBeforeCreate, p.StartPods, p.RestartPods = 0, 0, 0, nil, nil
 		if wait := in.BackoffUntil.Sub(in.Now); p.RequeueAfter == 0 || wait < p.RequeueAfter {
 			p.RequeueAfter = wait
 		}
@@ -225,6 +250,13 @@ func PlanScale(in PlanInput) Plan {
 		p.RequeueAfter = wake // the next booking falls due
 	}
 	return p
+}
+
+// CreatesAfterRemoval is how many instances may be created once gone of the plan's removals
+// are confirmed gone: one per removal beyond RemoveBeforeCreate, at most CreateAfterRemove.
+// Each fills the place of one that no longer exists, so the set stays within maxReplicas.
+func (p *Plan) CreatesAfterRemoval(gone int32) int32 {
+	return min(p.CreateAfterRemove, max(0, gone-p.RemoveBeforeCreate))
 }
 
 // podsToStart picks the instances that should get a Pod and have none. A leased instance

@@ -68,6 +68,7 @@ func randomInput(seed int64) PlanInput {
 	}
 	sortBookings(in.Bookings)
 	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
+	in.Others = int32(rng.Intn(3)) // strays, drawn last so earlier draws keep their meaning
 	return in
 }
 
@@ -84,19 +85,20 @@ func checkPlanInvariants(t *testing.T, in PlanInput, p Plan) {
 	if p.Create < 0 {
 		t.Fatalf("negative create %d", p.Create)
 	}
+	if p.CreateAfterRemove < 0 || p.CreateAfterRemove > int32(len(p.Remove)) || p.RemoveBeforeCreate < 0 {
+		t.Fatalf("creates after removal %d (after %d gone) for %d removals", p.CreateAfterRemove, p.RemoveBeforeCreate, len(p.Remove))
+	}
 	if in.MaxReplicas > 0 {
-		var occupied int32
-		gone := map[string]bool{}
-		for _, i := range append(append([]*Instance{}, p.Retire...), p.Remove...) {
-			gone[i.Name()] = true
-		}
-		for _, i := range in.Instances {
-			if !i.Deleting() && !gone[i.Name()] {
-				occupied++
+		// The ceiling counts every Exporter that exists: deleting, retiring and exited ones,
+		// strays and those expected. However many removals act sees gone, creating never
+		// takes the set over maxReplicas.
+		present := int32(len(in.Instances)) + in.Others + in.Expected
+		for gone := int32(0); gone <= int32(len(p.Remove)); gone++ {
+			creates := p.Create + p.CreatesAfterRemoval(gone)
+			if after := present - gone + creates; creates > 0 && after > in.MaxReplicas {
+				t.Fatalf("with %d present and %d removals gone the plan creates %d (%d now, %d after removal): %d Exporters, over maxReplicas %d\ninput: %+v",
+					present, gone, creates, p.Create, p.CreatesAfterRemoval(gone), after, in.MaxReplicas, in)
 			}
-		}
-		if p.Create > 0 && occupied+in.Expected+p.Create > in.MaxReplicas {
-			t.Fatalf("plan creates %d with %d occupied and %d expected: over maxReplicas %d", p.Create, occupied, in.Expected, in.MaxReplicas)
 		}
 	}
 	due := map[string]bool{}

@@ -14,6 +14,7 @@ import (
 // planSummary is what a test compares: counts and names, not pointers.
 type planSummary struct {
 	Wanted, Create                         int32
+	CreateAfterRemove, RemoveBeforeCreate  int32
 	Retire, Remove, RestartPods, StartPods []string
 	Limited                                bool
 	SurplusSince                           *time.Time
@@ -21,7 +22,7 @@ type planSummary struct {
 }
 
 func summarize(p Plan) planSummary {
-	return planSummary{Wanted: p.Wanted, Create: p.Create, Retire: names(p.Retire), Remove: names(p.Remove),
+	return planSummary{Wanted: p.Wanted, Create: p.Create, CreateAfterRemove: p.CreateAfterRemove, RemoveBeforeCreate: p.RemoveBeforeCreate, Retire: names(p.Retire), Remove: names(p.Remove),
 		RestartPods: names(p.RestartPods), StartPods: names(p.StartPods), Limited: p.Limited,
 		SurplusSince: p.SurplusSince, RequeueAfter: p.RequeueAfter}
 }
@@ -70,9 +71,34 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 3, StartPods: []string{"a"}},
 		},
 		{
-			name: "ExitAndReplace: exited unleased instance is removed and replaced in the same pass",
+			name: "ExitAndReplace: exited unleased instance is removed, replaced in the same pass once gone",
 			in:   input(0, 2, 2, instance("a", ready), instance("b", pod(corev1.PodSucceeded))),
+			want: planSummary{Wanted: 2, CreateAfterRemove: 1, Remove: []string{"b"}},
+		},
+		{
+			name: "ExitAndReplace below the ceiling: the replacement need not wait",
+			in:   input(0, 3, 2, instance("a", ready), instance("b", pod(corev1.PodSucceeded))),
 			want: planSummary{Wanted: 2, Create: 1, Remove: []string{"b"}},
+		},
+		{
+			name: "maxReplicas 1: the released instance goes before its replacement comes",
+			in:   input(0, 1, 1, instance("a", pod(corev1.PodSucceeded))),
+			want: planSummary{Wanted: 1, CreateAfterRemove: 1, Remove: []string{"a"}},
+		},
+		{
+			name: "maxReplicas 1: an instance held by a finalizer holds its place",
+			in:   input(0, 1, 1, instance("a", deleting)),
+			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "maxReplicas 1: beside one held by a finalizer, a removal makes no room",
+			in:   input(0, 1, 1, instance("a", deleting), instance("b", pod(corev1.PodSucceeded))),
+			want: planSummary{Wanted: 1, RemoveBeforeCreate: 1, Remove: []string{"b"}},
+		},
+		{
+			name: "strays count against the ceiling",
+			in:   withOthers(input(0, 2, 2, instance("a", ready)), 1),
+			want: planSummary{Wanted: 2},
 		},
 		{
 			name: "ExitAndReplace: exited but still leased stays (never removed while leased)",
@@ -158,9 +184,9 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"old"}},
 		},
 		{
-			name: "rolling at the ceiling: one at a time",
+			name: "rolling at the ceiling: one at a time, retired before its replacement comes",
 			in:   input(0, 2, 2, instance("old1", ready, hash("h0"), createdAt(time.Second)), instance("old2", ready, hash("h0"))),
-			want: planSummary{Wanted: 2, Create: 1, Retire: []string{"old1"}},
+			want: planSummary{Wanted: 2, Retire: []string{"old1"}},
 		},
 		{
 			name: "rolling at the ceiling: the replacement is not available yet, wait",
@@ -170,7 +196,7 @@ func TestPlanScale(t *testing.T) {
 		{
 			name: "rolling at the ceiling: a retirement in flight, wait",
 			in:   input(0, 2, 2, instance("old1", ready, hash("h0")), instance("old2", retiring)),
-			want: planSummary{Wanted: 2, Remove: []string{"old2"}, Create: 1},
+			want: planSummary{Wanted: 2, Remove: []string{"old2"}, CreateAfterRemove: 1},
 		},
 		{
 			name: "rolling: a lowered ceiling retires the outdated first",
@@ -178,7 +204,7 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 1, Retire: []string{"old"}},
 		},
 		{
-			name: "deleting instances are ignored",
+			name: "deleting instances serve nobody: replaced below the ceiling",
 			in:   input(1, 4, 0, instance("a", deleting)),
 			want: planSummary{Wanted: 1, Create: 1},
 		},
@@ -204,6 +230,7 @@ func TestPlanScale(t *testing.T) {
 
 func withDemand(in PlanInput, n int32) PlanInput                       { in.Demand = n; return in }
 func withExpected(in PlanInput, n int32) PlanInput                     { in.Expected = n; return in }
+func withOthers(in PlanInput, n int32) PlanInput                       { in.Others = n; return in }
 func withNow(in PlanInput, now time.Time) PlanInput                    { in.Now = now; return in }
 func withSince(in PlanInput, since time.Time) PlanInput                { in.SurplusSince = &since; return in }
 func withRecycle(in PlanInput, r vtv1alpha1.RecycleStrategy) PlanInput { in.Recycle = r; return in }

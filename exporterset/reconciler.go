@@ -202,8 +202,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
 	plan := PlanScale(in)
-	if room, wake := createRoom(obs.Instances, expected, p.now); plan.Create > room {
-		plan.Create = room // pacing.go: the instances begun are finished first
+	if room, wake := createRoom(obs.Instances, expected, p.now); plan.Create+plan.CreateAfterRemove > room {
+		// pacing.go: the instances begun are finished first
+		plan.Create = min(plan.Create, room)
+		plan.CreateAfterRemove = min(plan.CreateAfterRemove, room-plan.Create)
 		p.requeueIn(wake)
 	}
 	res.plan = &plan
@@ -268,6 +270,7 @@ func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
 		SpecHash:             p.hash,
 		Instances:            obs.Instances,
 		Expected:             expected,
+		Others:               int32(len(obs.Strays)),
 		Demand:               int32(len(obs.WaitingLeases)),
 		Bookings:             obs.Bookings,
 		Now:                  p.now,

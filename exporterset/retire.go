@@ -20,7 +20,8 @@ import (
 
 // retire disables an instance so the lease scheduler assigns it no more, then removes it if
 // it is still unleased. The patch carries the resourceVersion the decision was made on: if
-// a lease was assigned meanwhile, the patch conflicts and nothing happens.
+// a lease was assigned meanwhile, the patch conflicts and nothing happens. (The removal
+// itself waits for retireGrace, so it is a later pass's.)
 func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 	e := in.Exporter
 	if e.Annotations[AnnotationRetiring] == "" {
@@ -47,7 +48,8 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
 		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
-	return r.remove(ctx, p, in)
+	_, err := r.remove(ctx, p, in)
+	return err
 }
 
 // retireGrace is how long a retired instance stays disabled before it is removed. The lease
@@ -67,69 +69,85 @@ const conflictRetry = time.Second
 // set). It re-reads the Exporter from the API server first and deletes with that read's UID
 // and resourceVersion as preconditions, so an instance that got a lease in between is never
 // deleted; nor is one that a Lease not yet reflected in its leaseRef is assigned to (an
-// uncached Lease list just before the delete). A pass runs its removals beside its creates
-// and configuring (act.go), so these reads are no longer waited for by the replacement.
+// uncached Lease list just before the delete). gone reports that the Exporter no longer
+// exists as the set's: not found, deleted with no finalizer left, or released from the set.
+// Only then may a replacement take its place under maxReplicas (act.go).
 // (Deleting on the cache's resourceVersion without the re-read was tried: in a lease storm
 // about half the deletes conflicted, the exited exporter's status having moved on, and the
 // conflict and the read after it made removals longer, not shorter.)
-func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) error {
+func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) (gone bool, err error) {
 	if wait := retireGraceLeft(in.Exporter, p.now); wait > 0 {
 		p.requeueIn(wait)
-		return nil
+		return false, nil
 	}
 	var fresh jumpstarterv1alpha1.Exporter
 	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(in.Exporter), &fresh); err != nil {
-		return client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
 	}
-	done, err := r.deleteUnleased(ctx, p, in, &fresh)
+	if fresh.UID != in.Exporter.UID {
+		return true, nil // a namesake: the instance decided on is gone
+	}
+	done, gone, err := r.deleteUnleased(ctx, p, in, &fresh)
 	if !done && err == nil {
 		p.requeueIn(conflictRetry) // it changed since the re-read (maybe a lease): decide again soon
 	}
-	return err
+	return gone, err
 }
 
 // deleteUnleased deletes (or releases) e, the Exporter of in as of some read, unless it is
 // leased. done is false only when the delete conflicted: e is not the Exporter as it is now.
-func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, e *jumpstarterv1alpha1.Exporter) (done bool, err error) {
+// gone is true once e no longer exists as the set's (see remove).
+func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, e *jumpstarterv1alpha1.Exporter) (done, gone bool, err error) {
 	log := logf.FromContext(ctx)
-	if !isControlledBy(e, p.set.UID) || e.DeletionTimestamp != nil {
-		return true, nil
+	if !isControlledBy(e, p.set.UID) {
+		return true, true, nil // released from the set already
+	}
+	if e.DeletionTimestamp != nil {
+		return true, false, nil // its finalizers hold it
 	}
 	if e.Status.LeaseRef != nil && e.Status.LeaseRef.Name != "" {
 		log.Info("instance got a lease before it could be removed; keeping it until the lease ends", "exporter", e.Name, "lease", e.Status.LeaseRef.Name)
-		return true, nil
+		return true, false, nil
 	}
 	lease, err := r.assignedLease(ctx, e)
 	if err != nil {
-		return true, fmt.Errorf("reading the leases of %s: %w", e.Name, err)
+		return true, false, fmt.Errorf("reading the leases of %s: %w", e.Name, err)
 	}
 	if lease != "" {
 		log.Info("a lease was assigned to the instance before it could be removed; keeping it until the lease ends", "exporter", e.Name, "lease", lease)
 		p.requeueIn(retireGrace) // its leaseRef normally follows (and a reconcile with it), but a pinned lease's end maps to no set
-		return true, nil
+		return true, false, nil
 	}
 	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
 	req, err := r.cleanupRequest(ctx, p)
 	if err != nil {
-		return true, fmt.Errorf("cleaning up %s: %w", e.Name, err)
+		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
 		r.warning(p.set, e, EventProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
-		return true, fmt.Errorf("cleaning up %s: %w", e.Name, err)
+		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
-		return true, r.release(ctx, p, e)
+		released, err := r.release(ctx, p, e)
+		return true, released, err
 	}
 	uid, rv := e.UID, e.ResourceVersion
 	err = r.client.Delete(ctx, e.DeepCopy(), client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if apierrors.IsConflict(err) {
-		return false, nil
+		return false, false, nil
 	}
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return true, true, nil
 	}
 	if err != nil {
-		return true, fmt.Errorf("deleting %s: %w", e.Name, err)
+		return true, false, fmt.Errorf("deleting %s: %w", e.Name, err)
+	}
+	gone, err = r.dropCleanedFinalizer(ctx, e)
+	if err != nil {
+		err = fmt.Errorf("finalizing %s: %w", e.Name, err) // finalizeDeleting retries it
 	}
 	r.memory.drivers.dropInstance(keyOf(p.set), e.UID)
 	r.memory.configs.dropInstance(keyOf(p.set), e.UID) // it holds the token
@@ -138,6 +156,24 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, 
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
 	} else {
 		p.events.add(EventRetired, e.Name, e)
+	}
+	return true, gone, err
+}
+
+// dropCleanedFinalizer drops FinalizerExternal from e, just deleted after its Cleanup, so
+// that it is gone now rather than after a later pass's finalizeDeleting: its replacement at
+// the ceiling waits for that. gone reports that no finalizer holds e any more.
+func (r *Reconciler) dropCleanedFinalizer(ctx context.Context, e *jumpstarterv1alpha1.Exporter) (gone bool, err error) {
+	switch {
+	case len(e.Finalizers) == 0:
+		return true, nil
+	case !slices.Equal(e.Finalizers, []string{FinalizerExternal}):
+		return false, nil // another's finalizer: it holds the Exporter until it lets go
+	}
+	patched := e.DeepCopy()
+	patched.Finalizers = nil
+	if err := r.client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
 	return true, nil
 }
@@ -175,7 +211,8 @@ func (r *Reconciler) assignedLease(ctx context.Context, e *jumpstarterv1alpha1.E
 
 // release keeps a retired instance for inspection (reclaimPolicy Retain): disabled, no
 // longer owned or counted by the set, its Pod and data left in place.
-func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1alpha1.Exporter) error {
+// released reports that the patch went through: the Exporter is no longer the set's.
+func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1alpha1.Exporter) (released bool, err error) {
 	patched := fresh.DeepCopy()
 	patched.Spec.Enabled = ptr.To(false)
 	delete(patched.Labels, LabelSet)
@@ -195,15 +232,15 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(fresh, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			p.requeueIn(conflictRetry)
-			return nil
+			return false, nil
 		}
 		if apierrors.IsNotFound(err) {
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("releasing %s: %w", fresh.Name, err)
+		return false, fmt.Errorf("releasing %s: %w", fresh.Name, err)
 	}
 	p.events.add(EventRetained, fresh.Name, patched)
-	return nil
+	return true, nil
 }
 
 // restartPods deletes an instance's terminal Pods (InPlaceReuse), and the Pod broken when

@@ -12,7 +12,8 @@ package exporterset
 //     step down;
 //   - at the ceiling (no room for a new instance) one outdated instance is retired to make
 //     room, one at a time: only while no retirement is in flight, the set is not backing
-//     off, and every new-spec instance is available. A new spec that fails therefore stops
+//     off, and every new-spec instance is available. Its replacement is created once it is
+//     gone (after retireGrace), never beside it: the surge stays within maxReplicas. A new spec that fails therefore stops
 //     the roll with the old pool serving (at most one instance short at a full ceiling).
 //
 // need is how many new-spec instances the pool lacks, room how many the ceiling still

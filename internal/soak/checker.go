@@ -65,6 +65,7 @@ type Checker struct {
 
 	remotes func() []fakeprov.Remote // the external fake's remote side (final_remote.go)
 
+	cw *ceilingWatch // the watched ceiling's memory (ceilingwatch.go)
 	fw *failureWatch // the failure invariants' memory (failwatch.go)
 	rw *rollWatch    // the roll floor's memory (rollwatch.go)
 }
@@ -99,6 +100,7 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		trackers: map[string]*ceilingTracker{},
 		excused:  map[string]time.Time{},
 		podSeen:  map[types.UID]podSighting{},
+		cw:       newCeilingWatch(),
 		fw:       newFailureWatch(),
 		rw:       newRollWatch(),
 	}, nil
@@ -131,6 +133,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		if _, err := c.cache.GetInformer(ctx, obj); err != nil {
 			return err
 		}
+	}
+	if err := c.watchCeilings(ctx); err != nil {
+		return err
 	}
 	if err := c.watchFailures(ctx); err != nil {
 		return err
@@ -296,6 +301,9 @@ func (c *Checker) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		c.judgeDeletions(time.Now())
+		for _, v := range c.cw.judge(time.Now(), c.opts.Recent) {
+			c.Report(v.Invariant, v.Object, "%s", v.Detail)
+		}
 		if err := c.checkCeilings(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.history.Record(KindNote, "checker: %v", err)
 		}

@@ -43,6 +43,11 @@
 // and the roll retirements judged.
 //
 // The [Checker] judges, on every watch event:
+//   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
+//     ADDED event (or the update that makes it the set's) until its DELETED event (or its
+//     release), whatever its state, being deleted or retiring included, and one joining the
+//     set must not take it over the highest maxReplicas in effect within the last few
+//     seconds (ceilingwatch.go; judged 2 s later, as the set's watch may lag);
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
 //   - no Exporter is deleted unless it was retiring or its exporter had exited;
@@ -62,7 +67,7 @@
 //     from a second before the controller's pass to a second after the observation;
 //
 // and a few times a second:
-//   - the instances not being recycled never exceed maxReplicas (beyond leased or
+//   - the instances not being recycled never exceed maxReplicas for long (beyond leased or
 //     hand-disabled ones, which cannot be retired), and a set never stays above maxReplicas
 //     for long except while it cannot act (class gone, controller down, node fault...);
 //   - a status does not keep saying Available=True for longer than a grace while the

@@ -14,6 +14,10 @@ const (
 	InvDeletedUnretired = "exporter-deleted-without-retirement-or-exit"
 	// InvOverCeiling: more instances than maxReplicas that are not being recycled.
 	InvOverCeiling = "replicas-over-max-beyond-recycling"
+	// InvWatchedOverCeiling: an Exporter joined its set while the set already had
+	// maxReplicas Exporters, counted from the Exporter watch (ADDED until DELETED), those
+	// being deleted, retiring or exited included (ceilingwatch.go).
+	InvWatchedOverCeiling = "exporters-over-max-counted-from-watch"
 	// InvStaysAbove: a set stayed above maxReplicas for longer than the grace.
 	InvStaysAbove = "replicas-stay-above-max"
 	// InvAvailableStatus: a status says Available=True for the set's generation while its

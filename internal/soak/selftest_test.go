@@ -207,15 +207,32 @@ func TestCheckerDetectsCeilingViolations(t *testing.T) {
 	}
 	b.expect(InvOverCeiling, "over")
 	b.expect(InvStaysAbove, "over")
+	b.expect(InvWatchedOverCeiling, "over")
+
+	// Counted from the watch, an Exporter on its way out still exists: a replacement created
+	// beside one that a finalizer holds takes the set over maxReplicas 1, though the
+	// sampled count (which leaves out those being recycled) sees one.
+	overlap := b.set("overlap", 1)
+	old := b.exporter("overlap-1", overlap, "")
+	b.patch(old, func(e *jumpstarterv1alpha1.Exporter) { e.Finalizers = []string{"soak.test/hold"} })
+	b.delete(old)
+	b.exporter("overlap-2", overlap, "")
+	b.expect(InvWatchedOverCeiling, "overlap")
+	b.patch(old, func(e *jumpstarterv1alpha1.Exporter) { e.Finalizers = nil })
 
 	// Leased instances cannot be retired: above a ceiling lowered under them is no violation.
-	held := b.set("held", 2)
+	held := b.set("held", 3)
 	b.exporter("held-1", held, "lease-a")
 	b.exporter("held-2", held, "lease-b")
 	b.exporter("held-3", held, "lease-c")
+	held.Spec.MaxReplicas = ptr.To(int32(2))
+	if err := b.c.Update(b.ctx, held); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(2 * selfTestCeiling.StayGrace)
 	b.expectNone(InvOverCeiling, "held")
 	b.expectNone(InvStaysAbove, "held")
+	b.expectNone(InvWatchedOverCeiling, "held")
 }
 
 func TestFinalDetectsOrphansAndStaleStatus(t *testing.T) {
