@@ -17,8 +17,8 @@ import (
 	"github.com/exporterset/exporterset/provisioner"
 )
 
-// act carries out the plan: remove, retire, publish the decisions for the live instances,
-// create, then poke the instances the decisions changed for; the instance reconciler
+// act carries out the plan: remove, retire, publish the decisions for the live instances and
+// poke those the decisions changed for, then create; the instance reconciler
 // (instancectl.go) configures, starts and restarts them. Creates never take the set over
 // maxReplicas: plan.Create fits beside everything that exists, and plan.CreateAfterRemove
 // more follow only as removals are confirmed gone. holdUntil is when the plan lets
@@ -87,6 +87,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 	}
 	intents := intentsOf(p, plan, holdUntil, ca)
 	r.memory.intents.putSet(keyOf(p.set), intents)
+	r.pokeChanged(ctx, p, intents, live)
 	var err error
 	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
 	rm := <-removed
@@ -108,7 +109,6 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
 	}
 	res.configured = r.configured(p, live, external)
-	r.pokeChanged(ctx, p, intents, live)
 	if len(res.credMissing()) > 0 || res.caProblem != "" {
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
