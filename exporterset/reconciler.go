@@ -237,7 +237,9 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 	}
 	p.class = &class
 	prov, ok := r.registry.Get(class.Spec.Provisioner)
-	if ok && r.gated(p, class.Spec.Provisioner) {
+	// An unknown provisioner's sets get a status (ProvisionerUnknown) only when this process
+	// claims them, so only then does it ask the gate about them.
+	if (ok || r.claimUnknown) && r.gated(p, class.Spec.Provisioner) {
 		logf.FromContext(ctx).V(1).Info("another process holds this provisioner's lock; leaving the set alone", "provisioner", class.Spec.Provisioner)
 		return b, true, nil
 	}
