@@ -39,6 +39,7 @@ type Reconciler struct {
 	useExpectations   bool
 	claimUnknown      bool
 	gate              ProvisionerGate // gate.go; nil acts on every set
+	notice            *startupNotice  // notice.go; nil records none
 	pruned            prunedStatus    // pruned.go: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
@@ -128,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p.events.flush(r.recorder, p.set)
 	}()
 	res, skip, err := r.reconcile(ctx, p)
+	if !skip {
+		r.noticeOnce(p.set)
+	}
 	if skip {
 		return ctrl.Result{RequeueAfter: p.requeue.get()}, err
 	}

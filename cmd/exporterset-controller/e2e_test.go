@@ -76,6 +76,9 @@ func TestBinaryServesSamplePool(t *testing.T) {
 		return l.Status.ExporterRef != nil && st.LeasedReplicas == 1 && st.AvailableReplicas == 1, fmt.Sprintf("lease %v, %+v", l.Status.ExporterRef, st)
 	})
 	leased := l.Status.ExporterRef.Name
+	if strings.Contains(p.Output(), "upstream Jumpstarter's") {
+		t.Errorf("our own CRD taken for upstream's:\n%s", testproc.Tail(p.Output(), 20))
+	}
 	patched := l.DeepCopy()
 	patched.Spec.Release = true
 	if err := env.Client.Patch(ctx, patched, client.MergeFrom(l)); err != nil {

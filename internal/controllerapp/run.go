@@ -184,6 +184,15 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 	if locks != nil {
 		opts = append(opts, exporterset.WithProvisionerGate(locks.Held))
 	}
+	// Upstream's ExporterSet CRD (where its operator installed it) prunes status fields of
+	// ours: say so once at start, in the log and on the first set acted on.
+	if missing, err := prunedFields(cfg); err != nil {
+		log.V(1).Info("could not read the served ExporterSet schema; not checking whether it is upstream's", "error", err.Error())
+	} else if len(missing) > 0 {
+		note := upstreamCRDNote(missing)
+		log.Info(note, "prunedStatusFields", missing)
+		opts = append(opts, exporterset.WithStartupNotice(exporterset.EventUpstreamCRD, note))
+	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
