@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_.-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code from the API types.
@@ -63,10 +63,11 @@ build: ## Build the controller binary into bin/.
 
 # The controller image, built by hack/image (its own Go module) with go-containerregistry: no
 # container engine, no base image. IMAGE is the name without tag; the tag is IMAGE_VERSION
-# (default: git describe). bin/image/oci is an OCI layout of one linux/amd64 + linux/arm64
+# (default: VERSION, the chart's appVersion, so the chart's default image is the one built). bin/image/oci is an OCI layout of one linux/amd64 + linux/arm64
 # index; bin/image/exporterset-controller-linux-<arch>.tar are docker archives for `docker load`.
 IMAGE ?= ghcr.io/exporterset/exporterset-controller
-IMAGE_VERSION ?=
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' $(CURDIR)/charts/exporterset/Chart.yaml)
+IMAGE_VERSION ?= $(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 IMAGE_DIR ?= $(LOCALBIN)/image
 

@@ -137,7 +137,7 @@ func (r *Reconciler) orphanRequest(ctx context.Context, e *jumpstarterv1alpha1.E
 	if !ok {
 		return nil, nil, fmt.Errorf("provisioner %q is not served here", class.Spec.Provisioner)
 	}
-	if r.gate != nil && !r.gate(class.Spec.Provisioner) {
+	if r.gate != nil && !r.gate(e.Namespace, class.Spec.Provisioner) {
 		return nil, nil, errGated
 	}
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: setName}}

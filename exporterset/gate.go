@@ -5,12 +5,15 @@ import (
 	"time"
 )
 
-// ProvisionerGate says whether this process may act on the sets of a provisioner now: the
-// controller process passes one that is true while it holds that provisioner's leader
-// election lock, so that two controllers (ours, or ours and upstream's during an image swap)
-// never work on one pool. It is asked with "" for a set whose class is missing (its
-// provisioner is unknown); it must be safe for concurrent use.
-type ProvisionerGate func(provisioner string) bool
+// ProvisionerGate says whether this process may act on the sets of a provisioner in a
+// namespace now: the controller process passes one that is true while it holds the leader
+// election lock of that provisioner in that namespace (the Lease upstream's exporter-set
+// controller holds in the namespace it serves), so that two controllers (ours, or ours and
+// upstream's, installed side by side or during an image swap) never work on one pool. It is
+// asked with "" for a set whose class is missing, and with the class's provisioner for a
+// set reported as ProvisionerUnknown (WithClaimUnknownProvisioners); it must be safe for
+// concurrent use.
+type ProvisionerGate func(namespace, provisioner string) bool
 
 // WithProvisionerGate makes the reconciler leave a set alone (no writes, not even status)
 // while gate is false for its provisioner, looking again every gateRetry. The default acts
@@ -26,7 +29,7 @@ const gateRetry = 2 * time.Second
 // gated reports whether the gate keeps the reconciler off a provisioner's sets now, and
 // if so schedules the next look.
 func (r *Reconciler) gated(p *pass, provisioner string) bool {
-	if r.gate == nil || r.gate(provisioner) {
+	if r.gate == nil || r.gate(p.set.Namespace, provisioner) {
 		return false
 	}
 	p.requeueIn(gateRetry)

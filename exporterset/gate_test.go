@@ -17,8 +17,8 @@ func TestGateLeavesSetsAlone(t *testing.T) {
 	w.class("fake")
 	var open atomic.Bool
 	var asked atomic.Value
-	w.controller(env.Config, exporterset.WithProvisionerGate(func(p string) bool {
-		asked.Store(p)
+	w.controller(env.Config, exporterset.WithProvisionerGate(func(ns, p string) bool {
+		asked.Store(ns + "/" + p)
 		return open.Load()
 	}))
 	w.set("pool", 2, 4, 0)
@@ -29,8 +29,8 @@ func TestGateLeavesSetsAlone(t *testing.T) {
 	if n := len(w.exporters("pool")); n != 0 {
 		t.Fatalf("%d instances created behind a shut gate", n)
 	}
-	if p, _ := asked.Load().(string); p != fakeprov.Name {
-		t.Fatalf("the gate was asked about %q, want the class's provisioner %q", p, fakeprov.Name)
+	if p, _ := asked.Load().(string); p != w.ns+"/"+fakeprov.Name {
+		t.Fatalf("the gate was asked about %q, want the set's namespace and its class's provisioner %q", p, w.ns+"/"+fakeprov.Name)
 	}
 	opened := time.Now()
 	open.Store(true)

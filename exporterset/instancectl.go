@@ -45,7 +45,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if !ok || set.DeletionTimestamp != nil || d.setUID != set.UID || d.generation != set.Generation || !isControlledBy(&e, set.UID) {
 		return reconcile.Result{}, nil // the set's next pass decides, and pokes its instances
 	}
-	if r.gate != nil && !r.gate(d.class.Spec.Provisioner) {
+	if r.gate != nil && !r.gate(set.Namespace, d.class.Spec.Provisioner) {
 		return reconcile.Result{}, nil // another process serves this provisioner now
 	}
 	var class vtv1alpha1.VirtualTargetClass

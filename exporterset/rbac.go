@@ -9,6 +9,8 @@ package exporterset
 // (the process records through core/v1). It is a subset of the Role upstream's operator
 // binds (contract §2b) but for exporters/finalizers: the finalizers verbs let owner
 // references block their owner's deletion where OwnerReferencesPermissionEnforcement is on.
+// coordination.k8s.io Leases: the process's per-namespace, per-provisioner locks
+// (internal/controllerapp/election.go) live beside the sets they guard, as upstream's does.
 //
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets/status,verbs=get;update;patch
@@ -21,3 +23,4 @@ package exporterset
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=exportersets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update

@@ -40,6 +40,7 @@ type Reconciler struct {
 	useExpectations   bool
 	claimUnknown      bool
 	gate              ProvisionerGate // gate.go; nil acts on every set
+	notice            *startupNotice  // notice.go; nil records none
 	pruned            *prunedStatus   // pruned.go: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
@@ -127,6 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p.events.flush(r.recorder, p.set)
 	}()
 	res, skip, err := r.reconcile(ctx, p)
+	if !skip {
+		r.noticeOnce(p.set)
+	}
 	if skip {
 		r.withdraw(req.String()) // gated, not served here, or a partial view: build nothing new
 		return ctrl.Result{RequeueAfter: p.requeue.get()}, err
@@ -242,7 +246,9 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 	}
 	p.class = &class
 	prov, ok := r.registry.Get(class.Spec.Provisioner)
-	if ok && r.gated(p, class.Spec.Provisioner) {
+	// An unknown provisioner's sets get a status (ProvisionerUnknown) only when this process
+	// claims them, so only then does it ask the gate about them.
+	if (ok || r.claimUnknown) && r.gated(p, class.Spec.Provisioner) {
 		logf.FromContext(ctx).V(1).Info("another process holds this provisioner's lock; leaving the set alone", "provisioner", class.Spec.Provisioner)
 		return b, true, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,10 @@ func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	image := defaultImage(t, filepath.Join(root, "config", "default", "kustomization.yaml"))
+	// A released version, the chart's appVersion (what `make image` tags with), never :latest.
+	if app := chartAppVersion(t, root); app == "" || app == "latest" || !strings.HasSuffix(image, ":"+app) {
+		t.Errorf("config/default's image %s: want the tag to be the chart's appVersion %q, a real version", image, app)
+	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	kinds := map[string]int{}
 	for {
@@ -81,6 +86,22 @@ func TestKustomizeDefaultRendersAndIsValid(t *testing.T) {
 			t.Errorf("config/default renders no %s (got %v)", want, kinds)
 		}
 	}
+}
+
+// chartAppVersion is the chart's appVersion.
+func chartAppVersion(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "charts", "exporterset", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.AppVersion
 }
 
 // defaultImage is the newName:newTag of the `controller` entry of a kustomization's images.

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -68,6 +70,24 @@ func TestScalesDownUnderUpstreamCRD(t *testing.T) {
 		st, _ := status()
 		// Our writes always carry observedGeneration: its absence shows the pruning.
 		return st.AvailableReplicas == 1 && st.ObservedGeneration == 0 && len(st.Conditions) > 0, fmt.Sprintf("%+v", st)
+	})
+	// Said once at start, in the log and as an event on the first set, naming what is kept in memory.
+	const notice = "the installed ExporterSet CRD is upstream Jumpstarter's"
+	if n := strings.Count(p.Output(), notice); n != 1 {
+		t.Errorf("the log says %d times that the CRD is upstream's, want once:\n%s", n, testproc.Tail(p.Output(), 20))
+	}
+	testproc.WaitFor(t, 20*time.Second, "an UpstreamCRD event on the set", func() (bool, string) {
+		var evs corev1.EventList
+		if err := up.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, e := range evs.Items {
+			if e.Reason == "UpstreamCRD" && e.InvolvedObject.Name == key.Name && strings.Contains(e.Message, "cooldown clock is kept in memory") && e.Type == corev1.EventTypeWarning {
+				n += int(max(e.Count, 1))
+			}
+		}
+		return n == 1, fmt.Sprintf("%d UpstreamCRD events", n)
 	})
 	patch(`{"spec":{"scaleDownCooldown":"2s","minAvailableReplicas":2}}`)
 	testproc.WaitFor(t, 60*time.Second, "two available", func() (bool, string) {

@@ -3,7 +3,9 @@ package controllerapp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,35 +20,48 @@ import (
 
 // ProvisionerElectionID is the leader election Lease of one provisioner's controller, named
 // as upstream's exporter-set controller names it (contract §2b): while a replica of either
-// image holds it, no other reconciles that provisioner's sets.
+// image holds it, no other reconciles that provisioner's sets in the Lease's namespace.
 func ProvisionerElectionID(provisioner string) string {
 	return "exporter-set-controller-" + provisioner
 }
 
-// DefaultElectionID is the one Lease of a process serving every provisioner it finds.
+// DefaultElectionID is the default name of the set-wide Lease: the lock on the sets that
+// have no served provisioner (class missing, or a provisioner reported as unknown).
 const DefaultElectionID = "exporterset.virtualtarget.jumpstarter.dev"
 
-// provisionerLocks elects one leader per provisioner, each on its own coordination.k8s.io
-// Lease (the kind controller-runtime uses by default, as upstream does). The reconciler asks
-// held (exporterset.WithProvisionerGate) before it acts on a set, so a process serving
-// several provisioners works on each one's sets only while it holds that one's lock. It
-// runs beside the manager, not in it: the locks are released only after the manager has
-// stopped every reconcile. Losing a held lock stops the process, as controller-runtime does.
-type provisionerLocks struct {
-	client    coordinationv1client.CoordinationV1Interface
-	namespace string
-	identity  string
-	names     []string
-	lease     time.Duration
-	renew     time.Duration
-	retry     time.Duration
-	log       logr.Logger
+// lockKey is one lock: a Lease name in the namespace of the sets it guards.
+type lockKey struct{ namespace, lease string }
 
-	mu   sync.Mutex
-	held map[string]bool
+// provisionerLocks elects one leader per (namespace, provisioner), each on its own
+// coordination.k8s.io Lease (the kind controller-runtime uses by default, as upstream does)
+// named ProvisionerElectionID and kept in the namespace of the sets it guards. Upstream's
+// exporter-set controller holds exactly that Lease in the one namespace it serves, so while
+// it runs there this process leaves that namespace's pools of that provisioner alone, wherever
+// this process itself was installed. The reconciler asks Held (exporterset.WithProvisionerGate)
+// before it acts on a set; the first ask about a namespace and provisioner starts the campaign
+// for its Lease, so the locks follow the namespaces that hold sets. Sets without a served
+// provisioner share one set-wide Lease per namespace. The locks run beside the manager, not
+// in it: they are released only after the manager has stopped every reconcile. Losing a held
+// lock stops the process, as controller-runtime does.
+type provisionerLocks struct {
+	client   coordinationv1client.CoordinationV1Interface
+	identity string
+	served   map[string]bool // provisioners with a Lease of their own
+	setWide  string          // the Lease of sets without a served provisioner
+	lease    time.Duration
+	renew    time.Duration
+	retry    time.Duration
+	log      logr.Logger
+
+	mu     sync.Mutex
+	ctx    context.Context // Run's; nil before Run, campaigns start only within it
+	closed bool            // Run is releasing: no new campaign
+	lost   func(error)
+	held   map[lockKey]bool // every key campaigned for, and whether it is held now
+	wg     sync.WaitGroup
 }
 
-func newProvisionerLocks(cfg *rest.Config, namespace string, names []string, f *Flags, log logr.Logger) (*provisionerLocks, error) {
+func newProvisionerLocks(cfg *rest.Config, served []string, setWide string, f *Flags, log logr.Logger) (*provisionerLocks, error) {
 	c, err := coordinationv1client.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
 	if err != nil {
 		return nil, err
@@ -55,76 +70,100 @@ func newProvisionerLocks(cfg *rest.Config, namespace string, names []string, f *
 	if err != nil {
 		return nil, err
 	}
-	return &provisionerLocks{
-		client: c, namespace: namespace, identity: host + "_" + string(uuid.NewUUID()), names: names,
-		lease: f.leaseDuration, renew: f.renewDeadline, retry: f.retryPeriod, log: log, held: map[string]bool{},
-	}, nil
-}
-
-// Held is the reconciler's gate: whether this process holds provisioner's lock now. For ""
-// (a set without its class) it is true only while every lock is held.
-func (l *provisionerLocks) Held(provisioner string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if provisioner == "" {
-		for _, n := range l.names {
-			if !l.held[n] {
-				return false
-			}
-		}
-		return len(l.names) > 0
+	l := &provisionerLocks{
+		client: c, identity: host + "_" + string(uuid.NewUUID()), served: map[string]bool{}, setWide: setWide,
+		lease: f.leaseDuration, renew: f.renewDeadline, retry: f.retryPeriod, log: log, held: map[lockKey]bool{},
 	}
-	return l.held[provisioner]
+	for _, n := range served {
+		l.served[n] = true
+	}
+	return l, nil
 }
 
-func (l *provisionerLocks) set(name string, held bool) (was bool) {
+// leaseName is the Lease guarding the sets of provisioner: its own for a served one, else
+// the set-wide one ("" is a set whose class is missing).
+func (l *provisionerLocks) leaseName(provisioner string) string {
+	if l.served[provisioner] {
+		return ProvisionerElectionID(provisioner)
+	}
+	return l.setWide
+}
+
+// Held is the reconciler's gate: whether this process holds the lock of provisioner's sets
+// in namespace now. The first ask starts the campaign for it (and answers false).
+func (l *provisionerLocks) Held(namespace, provisioner string) bool {
+	k := lockKey{namespace: namespace, lease: l.leaseName(provisioner)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	was = l.held[name]
-	l.held[name] = held
+	held, known := l.held[k]
+	if !known && l.ctx != nil && !l.closed {
+		l.held[k] = false
+		l.campaign(k)
+	}
+	return held
+}
+
+func (l *provisionerLocks) set(k lockKey, held bool) (was bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	was = l.held[k]
+	l.held[k] = held
 	return was
 }
 
-// Run campaigns for every lock until ctx ends, then releases the held ones before it
-// returns. lost is called (once per lock) when a held lock is lost while ctx is live.
-func (l *provisionerLocks) Run(ctx context.Context, lost func(error)) error {
-	var electors []*leaderelection.LeaderElector
-	for _, name := range l.names {
-		id := ProvisionerElectionID(name)
-		lock := &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: l.namespace, Name: id},
+// campaign runs the election for k until Run's context ends; l.mu is held.
+func (l *provisionerLocks) campaign(k lockKey) {
+	ctx, lost := l.ctx, l.lost
+	what := "the provisioner's lock"
+	if k.lease == l.setWide {
+		what = "the set-wide lock"
+	}
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: k.namespace, Name: k.lease},
 			Client:     l.client,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: l.identity},
-		}
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, Name: id, ReleaseOnCancel: true,
-			LeaseDuration: l.lease, RenewDeadline: l.renew, RetryPeriod: l.retry,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) {
-					l.set(name, true)
-					l.log.Info("acquired the provisioner's lock; reconciling its sets", "provisioner", name, "lease", l.namespace+"/"+id)
-				},
-				OnStoppedLeading: func() {
-					if was := l.set(name, false); was && ctx.Err() == nil {
-						lost(fmt.Errorf("lost the leader election lock %s/%s of provisioner %s", l.namespace, id, name))
-					}
-				},
+		},
+		Name: k.lease, ReleaseOnCancel: true,
+		LeaseDuration: l.lease, RenewDeadline: l.renew, RetryPeriod: l.retry,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {
+				l.set(k, true)
+				l.log.Info("acquired "+what+"; reconciling its sets", "lease", k.namespace+"/"+k.lease)
 			},
-		})
-		if err != nil {
-			return fmt.Errorf("leader election for provisioner %s: %w", name, err)
-		}
-		electors = append(electors, le)
+			OnStoppedLeading: func() {
+				if was := l.set(k, false); was && ctx.Err() == nil {
+					lost(fmt.Errorf("lost the leader election lock %s/%s", k.namespace, k.lease))
+				}
+			},
+		},
+	})
+	if err != nil {
+		go lost(fmt.Errorf("leader election on %s/%s: %w", k.namespace, k.lease, err))
+		return
 	}
-	l.log.Info("waiting for the provisioners' locks", "leases", l.namespace, "provisioners", l.names, "identity", l.identity)
-	var wg sync.WaitGroup
-	for _, le := range electors {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			le.Run(ctx) // returns when ctx ends (releasing the lock) or the lock is lost
-		}()
-	}
-	wg.Wait()
+	l.log.Info("waiting for "+what, "lease", k.namespace+"/"+k.lease, "identity", l.identity)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		le.Run(ctx) // returns when ctx ends (releasing the lock) or the lock is lost
+	}()
+}
+
+// Run lets campaigns start until ctx ends, then waits for every campaign to release its lock.
+// lost is called (once per lock) when a held lock is lost while ctx is live.
+func (l *provisionerLocks) Run(ctx context.Context, lost func(error)) error {
+	l.mu.Lock()
+	l.ctx, l.lost = ctx, lost
+	l.mu.Unlock()
+	l.log.Info("waiting for the provisioners' locks: each namespace's Lease is campaigned for when a set there is first seen",
+		"provisioners", keys(l.served), "setWideLease", l.setWide, "identity", l.identity)
+	<-ctx.Done()
+	l.mu.Lock()
+	l.closed = true // no wg.Add after this, so Wait cannot race one
+	l.mu.Unlock()
+	l.wg.Wait()
 	return nil
 }
+
+func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

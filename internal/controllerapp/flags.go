@@ -95,9 +95,9 @@ func (f *Flags) Register(fs *flag.FlagSet, inCluster bool) {
 	f.inCluster = inCluster
 	if inCluster {
 		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
-		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
-		fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "Name of the one coordination.k8s.io Lease used for leader election. Default: with --provisioner, one Lease per provisioner named exporter-set-controller-<provisioner> (as upstream's exporter-set controller names it), and a provisioner's sets are reconciled only while this process holds its Lease; without, "+DefaultElectionID+".")
-		fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election Lease. Default: $NAMESPACE, then $POD_NAMESPACE, then the controller's own namespace (in-cluster).")
+		fs.BoolVar(&f.leaderElect, "leader-elect", false, "Elect leaders on coordination.k8s.io Leases: one per namespace and served provisioner, named exporter-set-controller-<provisioner> and kept in the namespace of the sets it guards, as upstream's exporter-set controller names and keeps its own. A set is reconciled only while this process holds its provisioner's Lease in its namespace, so neither another replica nor upstream's controller ever works on the same pool.")
+		fs.StringVar(&f.leaderElectionID, "leader-election-id", "", "Name of the set-wide Lease, in each namespace, that guards the sets without a served provisioner (class missing, or a provisioner reported unknown). Default: "+DefaultElectionID+".")
+		fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Ignored (kept so that old command lines still start): every Lease lives in the namespace of the sets it guards.")
 		fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a leader's Lease is valid; a standby takes over within it after the leader dies.")
 		fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 		fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew leadership.")

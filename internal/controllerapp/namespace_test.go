@@ -2,7 +2,6 @@ package controllerapp
 
 import (
 	"flag"
-	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -18,54 +17,51 @@ func parsed(t *testing.T, inCluster bool, args ...string) *Flags {
 	return &f
 }
 
-// NAMESPACE as upstream's operator sets it restricts the cache and places the Lease; the
-// flags win; POD_NAMESPACE still places the Lease; the local command ignores NAMESPACE.
+// NAMESPACE as upstream's operator sets it restricts the cache; the flags win; the local
+// command ignores NAMESPACE.
 func TestNamespacePrecedence(t *testing.T) {
-	serviceAccountNamespace = filepath.Join(t.TempDir(), "absent")
 	for _, tc := range []struct {
-		name       string
-		inCluster  bool
-		args       []string
-		env        map[string]string
-		watch      []string
-		leaseSpace string
+		name      string
+		inCluster bool
+		args      []string
+		env       string
+		watch     []string
 	}{
-		{"nothing", true, nil, nil, nil, ""},
-		{"operator", true, nil, map[string]string{"NAMESPACE": "jumpstarter-lab"}, []string{"jumpstarter-lab"}, "jumpstarter-lab"},
-		{"flag wins", true, []string{"--namespace", "a,b", "--leader-election-namespace", "c"}, map[string]string{"NAMESPACE": "x", "POD_NAMESPACE": "y"}, []string{"a", "b"}, "c"},
-		{"our manifests", true, nil, map[string]string{"POD_NAMESPACE": "exporterset-system"}, nil, "exporterset-system"},
-		{"NAMESPACE before POD_NAMESPACE", true, nil, map[string]string{"NAMESPACE": "x", "POD_NAMESPACE": "y"}, []string{"x"}, "x"},
-		{"local command", false, nil, map[string]string{"NAMESPACE": "x"}, nil, "x"},
+		{"nothing", true, nil, "", nil},
+		{"operator", true, nil, "jumpstarter-lab", []string{"jumpstarter-lab"}},
+		{"flag wins", true, []string{"--namespace", "a,b"}, "x", []string{"a", "b"}},
+		{"local command", false, nil, "x", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("NAMESPACE", tc.env["NAMESPACE"])
-			t.Setenv("POD_NAMESPACE", tc.env["POD_NAMESPACE"])
+			t.Setenv("NAMESPACE", tc.env)
 			f := parsed(t, tc.inCluster, tc.args...)
 			if got := f.watchNamespaces(); !slices.Equal(got, tc.watch) {
 				t.Errorf("watch %v, want %v", got, tc.watch)
-			}
-			if got := f.electionNamespace(); got != tc.leaseSpace {
-				t.Errorf("lease namespace %q, want %q", got, tc.leaseSpace)
 			}
 		})
 	}
 }
 
-// The gate is per provisioner; a set without its class ("") needs every Lease.
+// The gate is per namespace and provisioner: a served provisioner has upstream's Lease name,
+// anything else (a set without its class, "", or an unknown provisioner) the set-wide one;
+// nothing is held before it was acquired, and a lock held in one namespace opens no other.
 func TestProvisionerLocksGate(t *testing.T) {
-	l := &provisionerLocks{names: []string{"a.example", "b.example"}, held: map[string]bool{}}
-	if l.Held("a.example") || l.Held("") {
+	l := &provisionerLocks{served: map[string]bool{"a.example": true, "b.example": true}, setWide: DefaultElectionID, held: map[lockKey]bool{}}
+	if l.Held("ns1", "a.example") || l.Held("ns1", "") {
 		t.Fatal("held before any lock was acquired")
 	}
-	l.set("a.example", true)
-	if !l.Held("a.example") || l.Held("b.example") || l.Held("") {
-		t.Fatalf("after a: a=%v b=%v any=%v", l.Held("a.example"), l.Held("b.example"), l.Held(""))
+	if len(l.held) != 0 {
+		t.Fatalf("campaigns recorded before Run: %v", l.held)
 	}
-	l.set("b.example", true)
-	if !l.Held("") {
-		t.Fatal("every lock held, yet the class-less gate is shut")
+	l.set(lockKey{"ns1", ProvisionerElectionID("a.example")}, true)
+	if !l.Held("ns1", "a.example") || l.Held("ns2", "a.example") || l.Held("ns1", "b.example") || l.Held("ns1", "") {
+		t.Fatalf("after a in ns1: a/ns1=%v a/ns2=%v b/ns1=%v none/ns1=%v", l.Held("ns1", "a.example"), l.Held("ns2", "a.example"), l.Held("ns1", "b.example"), l.Held("ns1", ""))
 	}
-	if was := l.set("a.example", false); !was || l.Held("a.example") || l.Held("") {
+	l.set(lockKey{"ns1", DefaultElectionID}, true)
+	if !l.Held("ns1", "") || !l.Held("ns1", "unknown.example") || l.Held("ns2", "") {
+		t.Fatal("the set-wide lock of ns1 does not gate ns1's sets without a served provisioner alone")
+	}
+	if was := l.set(lockKey{"ns1", ProvisionerElectionID("a.example")}, false); !was || l.Held("ns1", "a.example") {
 		t.Fatal("a lost, yet still held")
 	}
 	if ProvisionerElectionID("qemu.jumpstarter.dev") != "exporter-set-controller-qemu.jumpstarter.dev" {

@@ -139,40 +139,30 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 			return UsageError{Err: fmt.Errorf("--namespace %q: %s", ns, errs)}
 		}
 	}
-	var leNS string
-	if f.leaderElect {
-		if leNS = f.electionNamespace(); leNS == "" {
-			return UsageError{Err: errNoElectionNamespace}
-		}
-	}
-	// One Lease per provisioner when the provisioners are named and no single Lease is
-	// (election.go); else controller-runtime's one election for the whole manager.
+	// With leader election, one Lease per namespace and provisioner, named as upstream's
+	// controller names its own (election.go), whether or not --provisioner is given: beside
+	// upstream's operator, a pool its controller serves is never acted on by this one.
 	var locks *provisionerLocks
-	managerElection, leID := f.leaderElect, f.leaderElectionID
-	if f.leaderElect && leID == "" && len(f.provisioners) > 0 {
-		managerElection = false
-		if locks, err = newProvisionerLocks(cfg, leNS, reg.Names(), f, ctrl.Log.WithName("leader-election")); err != nil {
+	if f.leaderElect {
+		setWide := f.leaderElectionID
+		if setWide == "" {
+			setWide = DefaultElectionID
+		}
+		if locks, err = newProvisionerLocks(cfg, reg.Names(), setWide, f, ctrl.Log.WithName("leader-election")); err != nil {
 			return err
 		}
-	}
-	if leID == "" {
-		leID = DefaultElectionID
+		if f.leaderElectionNS != "" {
+			log.Info("--leader-election-namespace is ignored: each Lease lives in the namespace of the sets it guards", "given", f.leaderElectionNS)
+		}
 	}
 	grace := f.gracefulShutdown
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        NewScheme(),
-		Cache:                         exporterset.CacheOptions(namespaces...),
-		Metrics:                       metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:        f.probeAddr,
-		PprofBindAddress:              f.pprofAddr,
-		LeaderElection:                managerElection,
-		LeaderElectionID:              leID,
-		LeaderElectionNamespace:       leNS,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &f.leaseDuration,
-		RenewDeadline:                 &f.renewDeadline,
-		RetryPeriod:                   &f.retryPeriod,
-		GracefulShutdownTimeout:       &grace,
+		Scheme:                  NewScheme(),
+		Cache:                   exporterset.CacheOptions(namespaces...),
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		PprofBindAddress:        f.pprofAddr,
+		GracefulShutdownTimeout: &grace,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -194,6 +184,15 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 	if locks != nil {
 		opts = append(opts, exporterset.WithProvisionerGate(locks.Held))
 	}
+	// Upstream's ExporterSet CRD (where its operator installed it) prunes status fields of
+	// ours: say so once at start, in the log and on the first set acted on.
+	if missing, err := prunedFields(cfg); err != nil {
+		log.V(1).Info("could not read the served ExporterSet schema; not checking whether it is upstream's", "error", err.Error())
+	} else if len(missing) > 0 {
+		note := upstreamCRDNote(missing)
+		log.Info(note, "prunedStatusFields", missing)
+		opts = append(opts, exporterset.WithStartupNotice(exporterset.EventUpstreamCRD, note))
+	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
@@ -207,8 +206,7 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 	if err := mgr.AddReadyzCheck("provisioners", provisionersHealthy(reg)); err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "provisioners", reg.Names(), "namespaces", namespaces, "leaderElection", f.leaderElect,
-		"leaderElectionNamespace", leNS, "perProvisionerLocks", locks != nil, "kubeAPIQPS", cfg.QPS, "kubeAPIBurst", cfg.Burst)
+	log.Info("starting", "version", version, "provisioners", reg.Names(), "namespaces", namespaces, "leaderElection", f.leaderElect, "kubeAPIQPS", cfg.QPS, "kubeAPIBurst", cfg.Burst)
 	if err := startManager(ctx, mgr, locks); err != nil {
 		return err
 	}

@@ -1,6 +1,28 @@
-{{/* The name of the controller's objects: the same as config/default's. */}}
+{{/*
+The release's full name, from which every object's name derives (cluster-scoped ones
+included), so that releases can coexist: fullnameOverride, else <release>-controller when the
+release name contains the chart's name (nameOverride, default "exporterset"), else
+<release>-<name>-controller. Release "exporterset" gives "exporterset-controller", the name
+config/default uses.
+*/}}
+{{- define "exporterset.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- $base := ternary .Release.Name (printf "%s-%s" .Release.Name $name) (contains $name .Release.Name) -}}
+{{- printf "%s-controller" $base | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The objects' name: the full name. */}}
 {{- define "exporterset.name" -}}
-{{- default "exporterset-controller" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- include "exporterset.fullname" . -}}
+{{- end -}}
+
+{{/* The leader election Role and RoleBinding: "exporterset-leader-election" for release "exporterset". */}}
+{{- define "exporterset.leaderElectionName" -}}
+{{- printf "%s-leader-election" (include "exporterset.fullname" . | trimSuffix "-controller") | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* Selector labels: only what config/default uses, so the Deployment's selector matches it. */}}
