@@ -16,12 +16,17 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/testproc"
 )
 
-// ourManager is the field manager the API server records for our binary's writes (its user
-// agent's program name); upstream's binary is named exporter-set-controller.
-const ourManager = "exporterset-controller"
+// ourWrite reports whether the API server recorded a write under one of our binary's field
+// managers: the set reconciler's and the instance reconciler's (exporterset.SetupWithManager
+// names them), or its user agent's program name for any other write. Upstream's binary is
+// named exporter-set-controller.
+func ourWrite(manager string) bool {
+	return manager == "exporterset" || manager == "exporterset"+exporterset.InstanceManagerSuffix || manager == "exporterset-controller"
+}
 
 // defaultInstallArgs are the manager container's args of a default install: the chart's
 // `helm template` with default values when Helm is built, else config/default (which
@@ -87,7 +92,7 @@ func ourWrites(t *testing.T, ns string) []string {
 	check := func(kind string, objs []client.Object) {
 		for _, o := range objs {
 			for _, m := range o.GetManagedFields() {
-				if m.Manager == ourManager {
+				if ourWrite(m.Manager) {
 					out = append(out, fmt.Sprintf("%s %s (%s %s)", kind, o.GetName(), m.Operation, m.Subresource))
 				}
 			}
@@ -200,7 +205,7 @@ func TestDefaultInstallLeavesUpstreamsPoolAlone(t *testing.T) {
 		}
 		status := false
 		for _, m := range poolSet(t, ns).ManagedFields {
-			status = status || m.Manager == ourManager && m.Subresource == "status"
+			status = status || ourWrite(m.Manager) && m.Subresource == "status"
 		}
 		return holder != "" && holder != theirID && strings.Contains(ours.Output(), acquired) && status,
 			fmt.Sprintf("holder %q, status written by ours %v", holder, status)
