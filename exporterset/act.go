@@ -229,7 +229,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		}
 		r.metrics.countCreated(p.set.Namespace, p.set.Name, len(created))
 		if err != nil {
-			r.warning(p.set, nil, EventCreateFailed, "Create", "creating instances: %v", err)
+			r.warning(p.set, nil, eventCreateFailed, "Create", "creating instances: %v", err)
 			return seq, err
 		}
 	}
@@ -257,7 +257,7 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 			case err != nil:
 				errs[i] = fmt.Errorf("%s: %w", name, err)
 			default:
-				p.events.add(EventCreated, name, e)
+				p.events.add(eventCreated, name, e)
 				ok[i] = true
 			}
 		}()

@@ -18,14 +18,14 @@ import (
 // instances of the set by that reference (setIndex indexes the owner, not only LabelSet).
 // Without our spec-hash label they count as outdated, so the roll (roll.go) replaces the
 // idle ones by surge, and a leased one only once its lease is over. Its Pods and config
-// Secrets carry UpstreamLabelSet instead of LabelSet and are outside the label-restricted
+// Secrets carry upstreamLabelSet instead of LabelSet and are outside the label-restricted
 // caches; while a set has such instances, their Pods are read uncached, so that status and
 // diagnosis see them. Nothing is written to a foreign instance but its retirement.
 
-// UpstreamLabelSet is the label upstream's controller puts on its Pods and config Secrets,
+// upstreamLabelSet is the label upstream's controller puts on its Pods and config Secrets,
 // naming the set. Ours carry it too, so that upstream's controller, put back, finds their
 // Pods instead of trying to create a second one.
-const UpstreamLabelSet = "exporterset.jumpstarter.dev/name"
+const upstreamLabelSet = "exporterset.jumpstarter.dev/name"
 
 // foreign reports an instance that another controller (upstream's) created: it has none of
 // our labels.
@@ -55,7 +55,7 @@ func (r *Reconciler) observeForeign(ctx context.Context, set *vtv1alpha1.Exporte
 		return nil
 	}
 	var pods corev1.PodList
-	if err := r.apiReader.List(ctx, &pods, client.InNamespace(set.Namespace), client.MatchingLabels{UpstreamLabelSet: set.Name}); err != nil {
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(set.Namespace), client.MatchingLabels{upstreamLabelSet: set.Name}); err != nil {
 		return fmt.Errorf("listing pods of upstream-made instances: %w", err)
 	}
 	for i := range pods.Items {

@@ -94,10 +94,10 @@ func bookingsOverCeiling(due []Booking, room int32) []string {
 	return out
 }
 
-// BookingSummary says what a set prepares for, e.g. "3 leases begin at 02:00:00; instances
+// bookingNote says what a set prepares for, e.g. "3 leases begin at 02:00:00; instances
 // for them start from 01:58:40 (lead time 1m20s), 2 starting now". It is empty without
 // bookings due.
-func BookingSummary(due []Booking, creating int32, lead time.Duration, waiting []string) string {
+func bookingNote(due []Booking, creating int32, lead time.Duration, waiting []string) string {
 	if len(due) == 0 {
 		return ""
 	}

@@ -19,37 +19,37 @@ type EventReason string
 // instances (Created ... Retained) are recorded once per reconcile pass and reason, naming
 // the instances (the one instance's object is the event's related object).
 const (
-	// EventCreated: an instance (Exporter) was created.
-	EventCreated EventReason = "Created"
-	// EventCreateFailed: creating an instance failed.
-	EventCreateFailed EventReason = "CreateFailed"
-	// EventConfigured: an instance's exporter config Secret was written.
-	EventConfigured EventReason = "Configured"
-	// EventPodStarted: an instance's Pod was created.
-	EventPodStarted EventReason = "PodStarted"
-	// EventPodRestarted: a terminal Pod was deleted so the instance starts afresh (InPlaceReuse).
-	EventPodRestarted EventReason = "PodRestarted"
-	// EventRetiring: an instance was disabled to be removed once unleased.
-	EventRetiring EventReason = "Retiring"
-	// EventRetired: a retired instance was deleted.
-	EventRetired EventReason = "Retired"
-	// EventRetained: a retired instance was released from the set and kept (reclaimPolicy Retain).
-	EventRetained EventReason = "Retained"
-	// EventRecycled: an instance whose exporter exited after its lease was deleted to be replaced.
-	EventRecycled EventReason = "Recycled"
-	// EventInvalidSpec: the class, the parameters or the selector are wrong.
-	EventInvalidSpec EventReason = "InvalidSpec"
-	// EventProvisionerError: the provisioner failed.
-	EventProvisionerError EventReason = "ProvisionerError"
-	// EventDriverWarning: the provisioner warns about the input without refusing it (e.g. a
+	// eventCreated: an instance (Exporter) was created.
+	eventCreated EventReason = "Created"
+	// eventCreateFailed: creating an instance failed.
+	eventCreateFailed EventReason = "CreateFailed"
+	// eventConfigured: an instance's exporter config Secret was written.
+	eventConfigured EventReason = "Configured"
+	// eventPodStarted: an instance's Pod was created.
+	eventPodStarted EventReason = "PodStarted"
+	// eventPodRestarted: a terminal Pod was deleted so the instance starts afresh (InPlaceReuse).
+	eventPodRestarted EventReason = "PodRestarted"
+	// eventRetiring: an instance was disabled to be removed once unleased.
+	eventRetiring EventReason = "Retiring"
+	// eventRetired: a retired instance was deleted.
+	eventRetired EventReason = "Retired"
+	// eventRetained: a retired instance was released from the set and kept (reclaimPolicy Retain).
+	eventRetained EventReason = "Retained"
+	// eventRecycled: an instance whose exporter exited after its lease was deleted to be replaced.
+	eventRecycled EventReason = "Recycled"
+	// eventInvalidSpec: the class, the parameters or the selector are wrong.
+	eventInvalidSpec EventReason = "InvalidSpec"
+	// eventProvisionerError: the provisioner failed.
+	eventProvisionerError EventReason = "ProvisionerError"
+	// eventDriverWarning: the provisioner warns about the input without refusing it (e.g. a
 	// driver type it does not check); one event per warning and version of the set and class.
-	EventDriverWarning EventReason = "DriverWarning"
-	// EventWaiting: the set waits for something a person must provide (CA bundle, credentials).
-	EventWaiting EventReason = "Waiting"
-	// EventExternalCreated: an instance's external resources (a remote VM) were created.
-	EventExternalCreated EventReason = "ExternalCreated"
-	// EventOrphanCleaned: external resources whose instance no longer exists were cleaned up.
-	EventOrphanCleaned EventReason = "OrphanCleaned"
+	eventDriverWarning EventReason = "DriverWarning"
+	// eventWaiting: the set waits for something a person must provide (CA bundle, credentials).
+	eventWaiting EventReason = "Waiting"
+	// eventExternalCreated: an instance's external resources (a remote VM) were created.
+	eventExternalCreated EventReason = "ExternalCreated"
+	// eventOrphanCleaned: external resources whose instance no longer exists were cleaned up.
+	eventOrphanCleaned EventReason = "OrphanCleaned"
 )
 
 // passEvents collects one pass's Normal events by reason, to be recorded as one event per
@@ -82,15 +82,15 @@ func (e *passEvents) add(reason EventReason, text string, related runtime.Object
 type batchedEvent struct{ action, one, many string }
 
 var batchedEvents = map[EventReason]batchedEvent{
-	EventCreated:         {"Create", "created instance %s", "created %d instances: %s"},
-	EventConfigured:      {"Configure", "updated exporter config of %s", "updated the exporter config of %d instances: %s"},
-	EventPodStarted:      {"Start", "started pod of instance %s", "started the pods of %d instances: %s"},
-	EventPodRestarted:    {"Restart", "restarted the terminal pod of %s", "restarted the terminal pods of %d instances: %s"},
-	EventRetiring:        {"Retire", "disabled instance %s to retire it", "disabled %d instances to retire them: %s"},
-	EventRetired:         {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
-	EventRecycled:        {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
-	EventExternalCreated: {"CreateExternal", "created the external resources of instance %s", "created the external resources of %d instances: %s"},
-	EventRetained:        {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
+	eventCreated:         {"Create", "created instance %s", "created %d instances: %s"},
+	eventConfigured:      {"Configure", "updated exporter config of %s", "updated the exporter config of %d instances: %s"},
+	eventPodStarted:      {"Start", "started pod of instance %s", "started the pods of %d instances: %s"},
+	eventPodRestarted:    {"Restart", "restarted the terminal pod of %s", "restarted the terminal pods of %d instances: %s"},
+	eventRetiring:        {"Retire", "disabled instance %s to retire it", "disabled %d instances to retire them: %s"},
+	eventRetired:         {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
+	eventRecycled:        {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
+	eventExternalCreated: {"CreateExternal", "created the external resources of instance %s", "created the external resources of %d instances: %s"},
+	eventRetained:        {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
 }
 
 // eventListLimit bounds the list of instances in a note (the API allows 1 kB); the rest

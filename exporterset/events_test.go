@@ -41,16 +41,16 @@ func TestPassEventsAggregatePerReason(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.add(EventPodStarted, fmt.Sprintf("pool-%d", i), &corev1.Pod{})
+			e.add(eventPodStarted, fmt.Sprintf("pool-%d", i), &corev1.Pod{})
 		}()
 	}
 	wg.Wait()
-	e.add(EventCreated, "pool-9", &corev1.Pod{})
+	e.add(eventCreated, "pool-9", &corev1.Pod{})
 	rec := &captureRecorder{}
 	e.flush(rec, set)
 	want := []recorded{
-		{Related: true, Reason: string(EventCreated), Action: "Create", Note: "created instance pool-9"},
-		{Reason: string(EventPodStarted), Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
+		{Related: true, Reason: string(eventCreated), Action: "Create", Note: "created instance pool-9"},
+		{Reason: string(eventPodStarted), Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
 	}
 	if d := cmp.Diff(want, rec.got); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
@@ -66,7 +66,7 @@ func TestPassEventsAggregatePerReason(t *testing.T) {
 func TestPassEventsNoteBounded(t *testing.T) {
 	var e passEvents
 	for i := range 300 {
-		e.add(EventCreated, fmt.Sprintf("pool-%08x-%04d", i, i), nil)
+		e.add(eventCreated, fmt.Sprintf("pool-%08x-%04d", i, i), nil)
 	}
 	rec := &captureRecorder{}
 	e.flush(rec, &vtv1alpha1.ExporterSet{})
@@ -88,7 +88,7 @@ func TestPassEventsNoteBounded(t *testing.T) {
 }
 
 func TestEveryInstanceEventHasABatchedForm(t *testing.T) {
-	for _, reason := range []EventReason{EventCreated, EventConfigured, EventPodStarted, EventPodRestarted, EventRetiring, EventRetired, EventRecycled, EventRetained} {
+	for _, reason := range []EventReason{eventCreated, eventConfigured, eventPodStarted, eventPodRestarted, eventRetiring, eventRetired, eventRecycled, eventRetained} {
 		how, ok := batchedEvents[reason]
 		if !ok || how.action == "" || strings.Count(how.one, "%") != 1 || strings.Count(how.one, "%s") != 1 ||
 			strings.Count(how.many, "%") != 2 || strings.Index(how.many, "%d") > strings.Index(how.many, "%s") {

@@ -1,6 +1,9 @@
 package exporterset
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
 
 // What a Reconciler remembers, for the tests of its memory (memory.go); compiled into tests
 // only.
@@ -44,3 +47,22 @@ type anyMemo[V any] struct{ m *memo[V] }
 func (a anyMemo[V]) each(f func(string, types.UID, any)) {
 	a.m.each(func(s string, uid types.UID, v V) { f(s, uid, v) })
 }
+
+// Test knobs: not part of the package's API.
+
+// WithClock replaces the wall clock, for tests of the cooldown.
+func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
+
+// WithExpectations turns the in-memory create expectations on (the default) or off. Off
+// leaves only the deterministic instance names to stop a stale cache from over-creating;
+// tests use it to show each safeguard alone.
+func WithExpectations(on bool) Option { return func(r *Reconciler) { r.useExpectations = on } }
+
+// Event reasons and labels the external tests look for.
+const (
+	EventCreated          = eventCreated
+	EventDriverWarning    = eventDriverWarning
+	EventProvisionerError = eventProvisionerError
+	EventWaiting          = eventWaiting
+	UpstreamLabelSet      = upstreamLabelSet
+)

@@ -207,7 +207,7 @@ func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provision
 	if err := r.client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	p.events.add(EventExternalCreated, e.Name, patched)
+	p.events.add(eventExternalCreated, e.Name, patched)
 	return nil, nil
 }
 

@@ -86,7 +86,7 @@ func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisione
 			errs = append(errs, fmt.Errorf("cleaning up orphaned %s %s: %w", res.Kind, res.Name, err))
 			continue
 		}
-		r.warning(p.set, nil, EventOrphanCleaned, "Cleanup", "%s %s of instance %s, which no longer exists, was cleaned up (reclaimPolicy %s)",
+		r.warning(p.set, nil, eventOrphanCleaned, "Cleanup", "%s %s of instance %s, which no longer exists, was cleaned up (reclaimPolicy %s)",
 			res.Kind, res.Name, res.Instance, orDefault(string(p.class.Spec.ReclaimPolicy), string(vtv1alpha1.ReclaimDelete)))
 	}
 	if len(errs) == 0 {

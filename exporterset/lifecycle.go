@@ -78,7 +78,7 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 		if err := r.client.Update(ctx, updated); err != nil {
 			return nil, ignoreConflict(fmt.Errorf("updating config secret %s: %w", name, err))
 		}
-		p.events.add(EventConfigured, e.Name, updated)
+		p.events.add(eventConfigured, e.Name, updated)
 		in.ConfigSecret = updated
 		return updated, nil
 	}
@@ -269,7 +269,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podEr
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[LabelSet] = p.set.Name
-	pod.Labels[UpstreamLabelSet] = p.set.Name // upstream's controller, put back, finds it (adopt.go)
+	pod.Labels[upstreamLabelSet] = p.set.Name // upstream's controller, put back, finds it (adopt.go)
 	pod.Labels[LabelSpecHash] = e.Labels[LabelSpecHash]
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
 	if err := r.client.Create(ctx, pod); err != nil {
@@ -284,7 +284,7 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podEr
 	}
 	r.memory.podStarted(keyOf(p.set), e.UID, p.now)
 	in.Pods = append(in.Pods, pod)
-	p.events.add(EventPodStarted, e.Name, pod)
+	p.events.add(eventPodStarted, e.Name, pod)
 	return nil, nil
 }
 

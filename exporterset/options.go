@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 )
 
 // Option configures a Reconciler.
@@ -14,9 +13,6 @@ type Option func(*Reconciler)
 // WithRecorder sends events (creates, retirements, recycles, errors) to rec. The default
 // discards them.
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
-
-// WithClock replaces the wall clock, for tests of the cooldown.
-func WithClock(c clock.PassiveClock) Option { return func(r *Reconciler) { r.clock = c } }
 
 // WithMetrics registers the reconciler's metrics with reg (e.g. controller-runtime's
 // metrics.Registry). The default registers none.
@@ -47,11 +43,6 @@ func WithCreateParallelism(n int) Option {
 		}
 	}
 }
-
-// WithExpectations turns the in-memory create expectations on (the default) or off. Off
-// leaves only the deterministic instance names to stop a stale cache from over-creating;
-// tests use it to show each safeguard alone.
-func WithExpectations(on bool) Option { return func(r *Reconciler) { r.useExpectations = on } }
 
 // WithRetryInterval sets how soon a set waiting on something that is not watched (a CA
 // ConfigMap, a credential) is looked at again (default 10s).

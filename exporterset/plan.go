@@ -236,7 +236,7 @@ func PlanScale(in PlanInput) Plan {
 	if in.MaxReplicas > 0 {
 		p.BookedWaiting = bookingsOverCeiling(due, in.MaxReplicas-busy-in.Demand)
 	}
-	p.BookingNote = BookingSummary(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
+	p.BookingNote = bookingNote(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
 	p.StartPods = podsToStart(in, warm, leasedLive, int32(len(due)))
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {

@@ -89,7 +89,7 @@ func (r *Reconciler) warn(ctx context.Context, p *pass, req *provisioner.Request
 		return
 	}
 	for _, w := range warnings {
-		r.warning(p.set, nil, EventDriverWarning, "Validate", "%s", w.String())
+		r.warning(p.set, nil, eventDriverWarning, "Validate", "%s", w.String())
 	}
 }
 

@@ -44,7 +44,7 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 		if r.useExpectations {
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
-		p.events.add(EventRetiring, e.Name, patched)
+		p.events.add(eventRetiring, e.Name, patched)
 		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
 		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
@@ -127,7 +127,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, 
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
-		r.warning(p.set, e, EventProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
+		r.warning(p.set, e, eventProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
@@ -152,10 +152,10 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, 
 	r.memory.drivers.dropInstance(keyOf(p.set), e.UID)
 	r.memory.configs.dropInstance(keyOf(p.set), e.UID) // it holds the token
 	if recycled {
-		p.events.add(EventRecycled, e.Name, e)
+		p.events.add(eventRecycled, e.Name, e)
 		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
 	} else {
-		p.events.add(EventRetired, e.Name, e)
+		p.events.add(eventRetired, e.Name, e)
 	}
 	return true, gone, err
 }
@@ -239,7 +239,7 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 		}
 		return false, fmt.Errorf("releasing %s: %w", fresh.Name, err)
 	}
-	p.events.add(EventRetained, fresh.Name, patched)
+	p.events.add(eventRetained, fresh.Name, patched)
 	return true, nil
 }
 
@@ -256,7 +256,7 @@ func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance, bro
 		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting terminal pod %s: %w", pod.Name, err)
 		}
-		p.events.add(EventPodRestarted, fmt.Sprintf("%s (pod %s)", in.Name(), pod.Status.Phase), pod)
+		p.events.add(eventPodRestarted, fmt.Sprintf("%s (pod %s)", in.Name(), pod.Status.Phase), pod)
 	}
 	return nil
 }

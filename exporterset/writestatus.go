@@ -72,11 +72,11 @@ func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action 
 	}
 	switch cr := vtv1alpha1.ConditionReason(c.Reason); {
 	case blocked && cr == vtv1alpha1.ReasonProvisionerError:
-		return EventProvisionerError, "Reconcile", false
+		return eventProvisionerError, "Reconcile", false
 	case blocked:
-		return EventInvalidSpec, "Reconcile", false
+		return eventInvalidSpec, "Reconcile", false
 	case cr == vtv1alpha1.ReasonCABundleMissing || cr == vtv1alpha1.ReasonCredentialsMissing:
-		return EventWaiting, "Configure", false
+		return eventWaiting, "Configure", false
 	case isFailureReason(cr) || cr == vtv1alpha1.ReasonRemoteUnreachable:
 		return EventReason(cr), "Observe", true
 	}
