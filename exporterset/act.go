@@ -22,10 +22,11 @@ import (
 // (instancectl.go) configures, starts and restarts them. Creates never take the set over
 // maxReplicas: plan.Create fits beside everything that exists, and plan.CreateAfterRemove
 // more follow only as removals are confirmed gone. holdUntil is when the plan lets
-// Pods start again (a failure backoff, an unreachable remote end). It goes on after a failed
+// Pods start again (a failure backoff, an unreachable remote end); problems and ext are
+// what diagnosis and the external observation found. It goes on after a failed
 // step where the steps are independent, and returns every error, so one bad instance does not
 // stall the pool. seq is the next instance sequence number.
-func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64, holdUntil time.Time) (actResult, error) {
+func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64, holdUntil time.Time, problems Problems, ext externalStates) (actResult, error) {
 	var errs []error
 	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
@@ -85,7 +86,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 			break
 		}
 	}
-	intents := intentsOf(p, plan, holdUntil, ca)
+	intents := intentsOf(p, plan, holdUntil, ca, problems, ext)
 	r.memory.intents.putSet(keyOf(p.set), intents)
 	r.pokeChanged(ctx, p, intents, live)
 	var err error
@@ -102,7 +103,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 
 	var external []error
 	if extReq != nil {
-		external, err = r.ensureExternalAll(ctx, p, extReq, live)
+		external, err = r.ensureExternalAll(ctx, p, extReq, live, ext)
 	}
 	errs = append(errs, caErr, err)
 	if extReq != nil && err == nil {
@@ -148,7 +149,7 @@ func (r *Reconciler) configured(p *pass, live []*Instance, external []error) []c
 // ensureExternalAll creates (or finds) the external targets of the live instances
 // concurrently, at most createParallelism at once; invalid[i] is what a person must look at
 // for live[i].
-func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance) (invalid []error, err error) {
+func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance, states externalStates) (invalid []error, err error) {
 	invalid = make([]error, len(live))
 	errs := make([]error, len(live))
 	sem := make(chan struct{}, r.createParallelism)
@@ -158,7 +159,7 @@ func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *pro
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			invalid[i], errs[i] = r.ensureExternal(ctx, p, extReq, in)
+			invalid[i], errs[i] = r.ensureExternal(ctx, p, extReq, in, states.of(in))
 		}()
 	}
 	wg.Wait()

@@ -81,7 +81,7 @@ func newFailureMemory() *failureMemory { return &failureMemory{sets: map[string]
 // observe updates a set's memory from its instances (their Problems already diagnosed) and
 // returns the backoff state. version identifies the set's and class's specs: a person who
 // fixes an image must not wait out the cap. An instance newly ready also resets the count.
-func (m *failureMemory) observe(key, version string, now time.Time, instances []*Instance, base, limit time.Duration) backoffState {
+func (m *failureMemory) observe(key, version string, now time.Time, instances []*Instance, problems Problems, base, limit time.Duration) backoffState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sets[key]
@@ -100,11 +100,11 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 		present[uid], present[key] = true, true
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && in.Problem == nil && !in.Retiring() && !in.Deleting() && !s.failedOnce[uid] && !s.everReady[uid] {
+		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !s.failedOnce[uid] && !s.everReady[uid] {
 			s.everReady[uid] = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}
-		pr := in.Problem
+		pr := problems.Of(in)
 		if pr == nil {
 			continue
 		}

@@ -31,7 +31,7 @@ func BenchmarkComputeStatus(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ComputeStatus(pool)
+				ComputeStatus(pool, nil)
 			}
 		})
 	}

@@ -29,14 +29,14 @@ func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instanc
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3}}
 	set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = minR, minAvail
 	return &condInput{set: set, binding: binding, now: epoch.Add(time.Hour), res: passResult{
-		counts: ComputeStatus(instances),
-		health: health{failures: summarizeFailures(instances)},
+		counts: ComputeStatus(instances, problemsOf(instances)),
+		health: health{failures: summarizeFailures(instances, problemsOf(instances)), problems: problemsOf(instances)},
 		plan:   &Plan{},
 	}}
 }
 
 func problem(reason vtv1alpha1.ConditionReason) trait {
-	return func(in *Instance) { in.Problem = &Problem{Reason: reason, Message: "kubelet says " + string(reason)} }
+	return withProblem(&Problem{Reason: reason, Message: "kubelet says " + string(reason)})
 }
 
 // TestAvailableTruthTable: Available is True only when the set is not blocked, the warm

@@ -17,9 +17,9 @@ const (
 	idleLast
 )
 
-func priorityOf(in *Instance) retirePriority {
+func priorityOf(in *Instance, problems Problems) retirePriority {
 	switch {
-	case in.Failed() || in.Terminal() || in.Problem != nil:
+	case in.Failed() || in.Terminal() || problems.Of(in) != nil:
 		return failedFirst
 	case !in.Ready():
 		return notReadySecond
@@ -31,7 +31,7 @@ func priorityOf(in *Instance) retirePriority {
 // retireOrder sorts candidates in the order they should be retired: failed or terminal
 // first, then not ready, then idle with the newest first; equal ranks by name, descending,
 // so plans are deterministic. It sorts in place.
-func retireOrder(candidates []*Instance) {
+func retireOrder(candidates []*Instance, problems Problems) {
 	type key struct {
 		prio    retirePriority
 		created int64
@@ -39,7 +39,7 @@ func retireOrder(candidates []*Instance) {
 	}
 	keys := make([]key, len(candidates))
 	for i, c := range candidates {
-		keys[i] = key{priorityOf(c), c.Exporter.CreationTimestamp.UnixNano(), c}
+		keys[i] = key{priorityOf(c, problems), c.Exporter.CreationTimestamp.UnixNano(), c}
 	}
 	sort.Slice(keys, func(a, b int) bool {
 		x, y := keys[a], keys[b]

@@ -263,9 +263,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// diagnose sets each instance's Problem and returns the pool's failures and the set's
-// failure backoff.
-func (r *Reconciler) diagnose(p *pass, obs *observation) health {
+// diagnose returns each instance's Problem (from its Pod and Exporter, else from its
+// external state ext), the pool's failures and the set's failure backoff.
+func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) health {
 	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
 	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
 	if p.class != nil {
@@ -274,10 +274,14 @@ func (r *Reconciler) diagnose(p *pass, obs *observation) health {
 		}
 		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
 	}
+	problems := Problems{}
 	for _, in := range obs.Instances {
-		in.Problem = d.diagnose(in)
-		if in.Problem == nil {
-			in.Problem = externalProblem(in)
+		pr := d.diagnose(in)
+		if pr == nil {
+			pr = externalProblem(in, ext.of(in))
+		}
+		if pr != nil {
+			problems[in.Exporter.UID] = pr
 		}
 		// Whole seconds (the Pod's times are) plus a margin, so the pass lands after the edge.
 		if wait := d.recheckIn(in); wait > 0 {
@@ -285,8 +289,9 @@ func (r *Reconciler) diagnose(p *pass, obs *observation) health {
 		}
 	}
 	return health{
-		failures: summarizeFailures(obs.Instances),
-		backoff:  r.failureMemory.observe(keyOf(p.set), version, p.now, obs.Instances, r.backoffBase, r.backoffCap),
+		problems: problems,
+		failures: summarizeFailures(obs.Instances, problems),
+		backoff:  r.failureMemory.observe(keyOf(p.set), version, p.now, obs.Instances, problems, r.backoffBase, r.backoffCap),
 	}
 }
 

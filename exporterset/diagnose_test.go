@@ -177,15 +177,15 @@ func TestDiagnose(t *testing.T) {
 func TestSummarizeFailures(t *testing.T) {
 	pull := &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:bad", Message: "ErrImagePull: not found"}
 	crash := &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Message: "terminated: exit code 1"}
-	withProblem := func(pr *Problem) trait { return func(in *Instance) { in.Problem = pr } }
-	s := summarizeFailures([]*Instance{
+	pool := []*Instance{
 		instance("a", withProblem(pull)), instance("b", withProblem(pull)), instance("c", withProblem(crash)), instance("d", ready),
-	})
+	}
+	s := summarizeFailures(pool, problemsOf(pool))
 	want := `2 of 4 instances cannot pull an image; e.g. instance a, container target-runtime, image "example.com/runtime:bad": ErrImagePull: not found (also: 1 TargetCrashing)`
 	if s.Reason != vtv1alpha1.ReasonImagePullFailed || s.Failing != 3 || s.Serving != 1 || s.message() != want {
 		t.Errorf("summary %+v\nmessage %q\nwant    %q", s, s.message(), want)
 	}
-	if s := summarizeFailures([]*Instance{instance("a", ready)}); s.Reason != "" || s.message() != "" || s.Serving != 1 {
+	if s := summarizeFailures([]*Instance{instance("a", ready)}, nil); s.Reason != "" || s.message() != "" || s.Serving != 1 {
 		t.Errorf("healthy pool summarized as %+v", s)
 	}
 }
@@ -194,15 +194,15 @@ func TestFailureBackoff(t *testing.T) {
 	m := newFailureMemory()
 	base, limit := 2*time.Second, 20*time.Second
 	crashing := func(name string) *Instance {
-		return instance(name, func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true} })
+		return instance(name, withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
 	}
 	now := epoch
 	// Each new failing instance doubles the wait; the same instance seen again does not count.
 	var b backoffState
 	for i, want := range []time.Duration{2, 4, 8, 16, 20, 20} {
 		name := string(rune('a' + i))
-		b = m.observe("ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
-		b = m.observe("ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
+		b = observeFixtures(m, "ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
+		b = observeFixtures(m, "ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
 		if got := b.Until.Sub(now); got != want*time.Second || b.Failures != i+1 {
 			t.Fatalf("failure %d: waits %s with %d failures, want %s", i+1, got, b.Failures, want*time.Second)
 		}
@@ -214,36 +214,36 @@ func TestFailureBackoff(t *testing.T) {
 		t.Errorf("message %q does not say when the next attempt is", b.message(now))
 	}
 	// A change of the set or class resets it at once.
-	if b = m.observe("ns/s", "v2", now, nil, base, limit); b.Failures != 0 || b.active(now) {
+	if b = observeFixtures(m, "ns/s", "v2", now, nil, base, limit); b.Failures != 0 || b.active(now) {
 		t.Errorf("after a spec change: %+v", b)
 	}
 	// So does an instance becoming ready.
-	m.observe("ns/s", "v2", now, []*Instance{crashing("x")}, base, limit)
-	if b = m.observe("ns/s", "v2", now, []*Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
+	observeFixtures(m, "ns/s", "v2", now, []*Instance{crashing("x")}, base, limit)
+	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
 		t.Errorf("after an instance became ready: %+v", b)
 	}
 	// A failed instance on its way out (retiring: not diagnosed, still registered) is no
 	// proof that the spec works.
-	m.observe("ns/s", "v2", now, []*Instance{crashing("r")}, base, limit)
-	if b = m.observe("ns/s", "v2", now, []*Instance{instance("r", ready, retiring)}, base, limit); b.Failures != 1 {
+	observeFixtures(m, "ns/s", "v2", now, []*Instance{crashing("r")}, base, limit)
+	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("r", ready, retiring)}, base, limit); b.Failures != 1 {
 		t.Errorf("a retiring failed instance reset the backoff: %+v", b)
 	}
-	m.observe("ns/s", "v2", now, []*Instance{instance("q", ready)}, base, limit)
+	observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("q", ready)}, base, limit)
 	// An instance that was ready and then fails (evicted after serving) is no start failure.
-	m.observe("ns/s", "v2", now, []*Instance{instance("z", ready)}, base, limit)
-	evicted := instance("z", func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true} })
-	if b = m.observe("ns/s", "v2", now, []*Instance{evicted}, base, limit); b.Failures != 0 {
+	observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("z", ready)}, base, limit)
+	evicted := instance("z", withProblem(&Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true}))
+	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{evicted}, base, limit); b.Failures != 0 {
 		t.Errorf("an eviction after ready counted as a failure: %+v", b)
 	}
 	if len(b.New) != 1 || b.New[0].Reason != vtv1alpha1.ReasonEvicted {
 		t.Errorf("new problems %+v, want the eviction", b.New)
 	}
 	// InPlaceReuse: the same instance whose fresh Pods keep failing counts each Pod.
-	m.observe("ns/s", "v3", now, nil, base, limit)
+	observeFixtures(m, "ns/s", "v3", now, nil, base, limit)
 	for i, podUID := range []string{"p1", "p1", "p2", "p3"} {
 		in := crashing("ipr")
 		in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "ipr", UID: types.UID(podUID)}}}
-		b = m.observe("ns/s", "v3", now, []*Instance{in}, base, limit)
+		b = observeFixtures(m, "ns/s", "v3", now, []*Instance{in}, base, limit)
 		if want := []int{1, 1, 2, 3}[i]; b.Failures != want {
 			t.Fatalf("pod %s: %d failures, want %d", podUID, b.Failures, want)
 		}
@@ -256,7 +256,7 @@ func TestFailureBackoff(t *testing.T) {
 
 func TestPlanFailures(t *testing.T) {
 	failing := func(replace bool) trait {
-		return func(in *Instance) { in.Problem = &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: replace} }
+		return withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: replace})
 	}
 	now := epoch.Add(time.Hour)
 	cases := []struct {

@@ -59,7 +59,16 @@ type externalResult struct {
 	unreachable error
 	// credentials is why the class's credentials could not be read ("" when they could).
 	credentials string
+	// states are the instances' external states, by Exporter UID, as ObserveExternal
+	// reported them; none for an instance while the remote end cannot be reached.
+	states externalStates
 }
+
+// externalStates are instances' external states, by Exporter UID.
+type externalStates map[types.UID]*provisioner.ExternalState
+
+// of is in's state, nil when unknown (or in lives in its Pod).
+func (s externalStates) of(in *Instance) *provisioner.ExternalState { return s[in.Exporter.UID] }
 
 // externalRequest is p.req with the class's credentials, for the ExternalProvisioner
 // methods and Cleanup. The credentials Secret is read uncached (Secrets not labelled for a
@@ -101,8 +110,8 @@ func (r *Reconciler) credentials(ctx context.Context, namespace, set string, cla
 	return s.Data, "", nil
 }
 
-// observeExternal fills each live instance's External state, concurrently (each is a remote
-// call). Instances not created remotely yet are Gone.
+// observeExternal returns each live instance's external state, concurrently (each is a
+// remote call). Instances not created remotely yet are Gone.
 func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observation) (externalResult, error) {
 	var res externalResult
 	ext := externalOf(p.prov)
@@ -114,6 +123,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 		res.credentials = problem
 		return res, err
 	}
+	res.states = externalStates{}
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -123,7 +133,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 			continue
 		}
 		if !recordedExternal(in.Exporter) {
-			in.External = &provisioner.ExternalState{Phase: provisioner.ExternalGone, Reason: "NotCreated"}
+			res.states[in.Exporter.UID] = &provisioner.ExternalState{Phase: provisioner.ExternalGone, Reason: "NotCreated"}
 			continue
 		}
 		wg.Add(1)
@@ -137,7 +147,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 				errs = append(errs, fmt.Errorf("%s: %w", in.Name(), err))
 				return
 			}
-			in.External = &st
+			res.states[in.Exporter.UID] = &st
 		}()
 	}
 	wg.Wait()
@@ -148,7 +158,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 	// the remote end does not answer, and now and then to notice a target that failed.
 	p.requeueIn(externalWatchInterval)
 	for _, in := range obs.Instances {
-		if in.External != nil && in.External.Phase != provisioner.ExternalReady || res.unreachable != nil {
+		if st := res.states.of(in); st != nil && st.Phase != provisioner.ExternalReady || res.unreachable != nil {
 			p.requeueIn(externalPollInterval)
 			break
 		}
@@ -176,9 +186,9 @@ const AnnotationExternalRecorded = "virtualtarget.jumpstarter.dev/external-creat
 // ensureExternal creates the instance's external resources when it has none (first, the
 // finalizer and class annotation; then CreateExternal; then its annotations). invalid is a
 // refusal a person must look at; err is transient.
-func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *Instance) (invalid, err error) {
+func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *Instance, st *provisioner.ExternalState) (invalid, err error) {
 	e := in.Exporter
-	if in.External != nil && in.External.Phase != provisioner.ExternalGone {
+	if st != nil && st.Phase != provisioner.ExternalGone {
 		return nil, nil
 	}
 	if !slices.Contains(e.Finalizers, FinalizerExternal) || e.Annotations[AnnotationClass] != p.class.Name {
@@ -218,24 +228,24 @@ func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
 	e.Annotations[k] = v
 }
 
-// externalProblem is the Problem an instance's external state shows: a failed target is
+// externalProblem is the Problem an instance's external state st shows: a failed target is
 // replaced like a crashing Pod's.
-func externalProblem(in *Instance) *Problem {
-	if in.External == nil || in.External.Phase != provisioner.ExternalFailed || in.Deleting() || in.Retiring() {
+func externalProblem(in *Instance, st *provisioner.ExternalState) *Problem {
+	if st == nil || st.Phase != provisioner.ExternalFailed || in.Deleting() || in.Retiring() {
 		return nil
 	}
-	msg := in.External.Message
-	if in.External.Reason != "" {
-		msg = in.External.Reason + ": " + msg
+	msg := st.Message
+	if st.Reason != "" {
+		msg = st.Reason + ": " + msg
 	}
 	return &Problem{Reason: vtv1alpha1.ReasonExternalTargetFailed, Message: msg, Replace: true}
 }
 
-// externalReady reports whether the instance's Pod may start: always for a Pod-only
-// instance, and for an external one once its target is ready (its exporter registers, and
-// gets leases, only with a target to serve).
-func externalReady(in *Instance) bool {
-	return in.External == nil || in.External.Phase == provisioner.ExternalReady
+// externalReady reports whether an instance whose external state is st may start its Pod:
+// always for a Pod-only instance (nil), and for an external one once its target is ready
+// (its exporter registers, and gets leases, only with a target to serve).
+func externalReady(st *provisioner.ExternalState) bool {
+	return st == nil || st.Phase == provisioner.ExternalReady
 }
 
 // holds reports whether the set must wait for its remote end (or its credentials).

@@ -2,6 +2,7 @@ package exporterset
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,4 +73,29 @@ func names(in []*Instance) []string {
 		out = append(out, i.Name())
 	}
 	return out
+}
+
+// fixtureProblems holds the Problems the withProblem trait gives fixture instances, by
+// instance (a pointer: each fixture is a fresh one). An Instance carries no Problem of its
+// own; problemsOf collects a pool's for the functions that take them.
+var fixtureProblems sync.Map
+
+func withProblem(pr *Problem) trait {
+	return func(in *Instance) { fixtureProblems.Store(in, pr) }
+}
+
+// problemsOf is what diagnosis would have found for the fixture instances.
+func problemsOf(instances []*Instance) Problems {
+	out := Problems{}
+	for _, in := range instances {
+		if pr, ok := fixtureProblems.Load(in); ok {
+			out[in.Exporter.UID] = pr.(*Problem)
+		}
+	}
+	return out
+}
+
+// observeFixtures is failureMemory.observe with the fixture instances' problems.
+func observeFixtures(m *failureMemory, key, version string, now time.Time, instances []*Instance, base, limit time.Duration) backoffState {
+	return m.observe(key, version, now, instances, problemsOf(instances), base, limit)
 }

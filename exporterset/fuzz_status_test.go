@@ -130,7 +130,7 @@ func FuzzComputeStatus(f *testing.F) {
 				before[i].Pods = append(before[i].Pods, p.DeepCopy())
 			}
 		}
-		s := ComputeStatus(in)
+		s := ComputeStatus(in, problemsOf(in))
 		checkStatusInvariants(t, in, s)
 		for i := range in {
 			if !reflect.DeepEqual(before[i], in[i]) {
@@ -142,11 +142,11 @@ func FuzzComputeStatus(f *testing.F) {
 		}
 		shuffled := append([]*Instance(nil), in...)
 		rand.New(rand.NewSource(int64(len(data)))).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if d := cmp.Diff(s, ComputeStatus(shuffled)); d != "" {
+		if d := cmp.Diff(s, ComputeStatus(shuffled, problemsOf(shuffled))); d != "" {
 			t.Fatalf("the order of instances changed the status (-in order +shuffled):\n%s", d)
 		}
 		cut := int(data[0]) % (len(in) + 1)
-		if d := cmp.Diff(s, addCounts(ComputeStatus(in[:cut]), ComputeStatus(in[cut:]))); d != "" {
+		if d := cmp.Diff(s, addCounts(ComputeStatus(in[:cut], problemsOf(in[:cut])), ComputeStatus(in[cut:], problemsOf(in[cut:])))); d != "" {
 			t.Fatalf("the counts of a pool split at %d do not add up (-whole +sum):\n%s", cut, d)
 		}
 	})

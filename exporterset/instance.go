@@ -7,7 +7,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/provisioner"
 )
 
 // Instance is one member of a pool: an Exporter owned by the set, with the Pods and config
@@ -22,13 +21,6 @@ type Instance struct {
 	// Credential is the Jumpstarter credential Secret (status.credential), nil until the
 	// reconciler has labelled it into its cache.
 	Credential *corev1.Secret
-	// Problem is the instance's known failure, diagnosed from its Pod and Exporter before
-	// the status is computed; nil when none is known.
-	Problem *Problem
-	// External is the state of the instance's external resources, as its provisioner's
-	// ObserveExternal reported it this pass (provisioner.ExternalProvisioner); nil for
-	// instances that live in their Pod, and while the remote end cannot be reached.
-	External *provisioner.ExternalState
 }
 
 // Name is the Exporter's name.
@@ -55,9 +47,10 @@ func (i *Instance) Leased() bool {
 	return i.Exporter.Status.LeaseRef != nil && i.Exporter.Status.LeaseRef.Name != ""
 }
 
-// Available is ready, enabled, unleased and not failing: a member of the warm pool.
-func (i *Instance) Available() bool {
-	return i.Ready() && i.Enabled() && !i.Leased() && i.Problem == nil
+// Available is ready, enabled, unleased and not failing (no Problem among problems, what
+// diagnosis found): a member of the warm pool.
+func (i *Instance) Available(problems Problems) bool {
+	return i.Ready() && i.Enabled() && !i.Leased() && problems.Of(i) == nil
 }
 
 // Deleting reports whether the Exporter is being deleted.

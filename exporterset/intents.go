@@ -53,18 +53,18 @@ type intent struct {
 func (s *setIntents) backingOff(now time.Time) bool { return now.Before(s.backoffUntil) }
 
 // intentsOf are the decisions of a pass for the live instances it saw.
-func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte) *setIntents {
-	ext := externalOf(p.prov) != nil
+func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte, problems Problems, ext externalStates) *setIntents {
+	external := externalOf(p.prov) != nil
 	d := &setIntents{
 		setUID: p.set.UID, generation: p.set.Generation, classVersion: p.class.ResourceVersion,
 		class: p.class, prov: p.prov, req: p.req, hash: p.hash, selector: p.selector,
 		backoffUntil: backoffUntil,
-		immediate:    p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !ext,
+		immediate:    p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external,
 		instances:    map[types.UID]intent{},
 	}
 	d.version = fmt.Sprintf("%s/%d/%s/%s/%x/%t", p.set.UID, p.set.Generation, p.class.ResourceVersion, p.hash, sha256.Sum256(caPEM), d.backingOff(p.now))
 	for _, in := range plan.StartPods {
-		if !ext || externalReady(in) { // an external instance's Pod waits for its target
+		if !external || externalReady(ext.of(in)) { // an external instance's Pod waits for its target
 			it := d.instances[in.Exporter.UID]
 			it.start = true
 			d.instances[in.Exporter.UID] = it
@@ -73,7 +73,7 @@ func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte) *setIn
 	for _, in := range plan.RestartPods {
 		it := d.instances[in.Exporter.UID]
 		it.restart = true
-		if in.Problem != nil && in.Problem.Replace && !in.Leased() {
+		if problems.replaces(in) && !in.Leased() {
 			if pod := currentPod(in); pod != nil {
 				it.broken = pod.UID
 			}

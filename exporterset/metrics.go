@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance, now time.Time) {
+func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance, problems Problems, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -76,7 +76,7 @@ func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance
 		if in.Leased() {
 			leased[in.Name()] = true
 		}
-		if in.Available() {
+		if in.Available(problems) {
 			available[in.Name()] = true
 		}
 	}

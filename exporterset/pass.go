@@ -58,8 +58,10 @@ func blocked(reason vtv1alpha1.ConditionReason, format string, args ...any) *blo
 	return &blocker{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// health is diagnose's result: the pool's diagnosed failures and the set's failure backoff.
+// health is diagnose's result: each instance's Problem, the pool's diagnosed failures and
+// the set's failure backoff.
 type health struct {
+	problems Problems
 	failures failureSummary
 	backoff  backoffState
 }

@@ -20,6 +20,8 @@ type PlanInput struct {
 	SpecHash string
 	// Instances are the set's instances (Exporters being deleted included).
 	Instances []*Instance
+	// Problems are the instances' diagnosed failures (nil: none known).
+	Problems Problems
 	// Expected is the number of instances created but not yet seen in the cache.
 	Expected int32
 	// Others is the number of the set's Exporters outside Instances (strays: they no longer
@@ -144,7 +146,7 @@ func PlanScale(in PlanInput) Plan {
 			old = append(old, i) // rolled to the new spec once idle, by surge (roll.go)
 			occupied++
 			continue
-		case !leased && i.Problem != nil && i.Problem.Replace && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
+		case !leased && in.Problems.replaces(i) && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
 			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
 			// Pod is recycled below, as after a lease; InPlaceReuse restarts the Pod.)
 			p.Retire = append(p.Retire, i)
@@ -152,7 +154,7 @@ func PlanScale(in PlanInput) Plan {
 			continue
 		}
 		occupied++
-		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && i.Problem != nil && i.Problem.Replace) {
+		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.replaces(i)) {
 			p.RestartPods = append(p.RestartPods, i)
 		}
 		if leased {
@@ -199,7 +201,7 @@ func PlanScale(in PlanInput) Plan {
 
 	// Scale down: an excess over the ceiling goes at once, a surplus below it after the
 	// cooldown. Candidates are warm (unleased) instances only.
-	retireOrder(warm)
+	retireOrder(warm, in.Problems)
 	excess := int32(0)
 	if in.MaxReplicas > 0 {
 		excess = max(0, occupied+in.Expected-in.MaxReplicas)

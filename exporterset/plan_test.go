@@ -30,7 +30,7 @@ func summarize(p Plan) planSummary {
 func input(minR, maxR, minAvail int32, instances ...*Instance) PlanInput {
 	return PlanInput{MinReplicas: minR, MaxReplicas: maxR, MinAvailableReplicas: minAvail, Cooldown: 5 * time.Minute,
 		Recycle: vtv1alpha1.RecycleExitAndReplace, Binding: vtv1alpha1.BindingImmediate, SpecHash: "h1",
-		Instances: instances, Now: epoch.Add(time.Hour)}
+		Instances: instances, Problems: problemsOf(instances), Now: epoch.Add(time.Hour)}
 }
 
 func at(d time.Duration) *time.Time { t := epoch.Add(time.Hour + d); return &t }

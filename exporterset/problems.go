@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
@@ -40,8 +42,16 @@ type failureSummary struct {
 	Serving int
 }
 
+// Problems are what diagnosis found: each failing instance's Problem, by its Exporter's UID.
+// They are passed explicitly to the pure status and plan functions; an Instance itself is
+// read-only after observation.
+type Problems map[types.UID]*Problem
+
+// Of is in's Problem, nil when none is known (also for a nil Problems).
+func (ps Problems) Of(in *Instance) *Problem { return ps[in.Exporter.UID] }
+
 // summarizeFailures groups the instances' problems. It is pure.
-func summarizeFailures(instances []*Instance) failureSummary {
+func summarizeFailures(instances []*Instance, problems Problems) failureSummary {
 	var s failureSummary
 	by := map[vtv1alpha1.ConditionReason][]*Instance{}
 	for _, in := range instances {
@@ -49,11 +59,11 @@ func summarizeFailures(instances []*Instance) failureSummary {
 			continue // on their way out: not part of the pool any more
 		}
 		s.Total++
-		if in.Ready() && in.Problem == nil {
+		if in.Ready() && problems.Of(in) == nil {
 			s.Serving++
 		}
-		if in.Problem != nil {
-			by[in.Problem.Reason] = append(by[in.Problem.Reason], in)
+		if pr := problems.Of(in); pr != nil {
+			by[pr.Reason] = append(by[pr.Reason], in)
 			s.Failing++
 		}
 	}
@@ -73,7 +83,7 @@ func summarizeFailures(instances []*Instance) failureSummary {
 	})
 	top := by[reasons[0]]
 	s.Reason, s.Count = reasons[0], len(top)
-	s.Example, s.Problem = top[0].Name(), top[0].Problem
+	s.Example, s.Problem = top[0].Name(), problems.Of(top[0])
 	for _, r := range reasons[1:] {
 		if s.Others == nil {
 			s.Others = map[vtv1alpha1.ConditionReason]int{}
@@ -130,4 +140,10 @@ func failureVerb(reason vtv1alpha1.ConditionReason) string {
 	default:
 		return "missed their startup deadline"
 	}
+}
+
+// replaces reports whether in's Problem asks for replacement (waiting will not help).
+func (ps Problems) replaces(in *Instance) bool {
+	p := ps.Of(in)
+	return p != nil && p.Replace
 }

@@ -181,11 +181,11 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if res.blocked == nil && reqErr == nil {
 		res.external, reqErr = r.observeExternal(ctx, p, obs)
 	}
-	res.health = r.diagnose(p, obs)
-	res.counts = ComputeStatus(obs.Instances)
-	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, p.now)
+	res.health = r.diagnose(p, obs, res.external.states)
+	res.counts = ComputeStatus(obs.Instances, res.health.problems)
+	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, res.health.problems, p.now)
 	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
-	r.metrics.observeSLO(set.Namespace, set.Name, sloInput{now: p.now, instances: obs.Instances, leases: obs.Leases,
+	r.metrics.observeSLO(set.Namespace, set.Name, sloInput{now: p.now, instances: obs.Instances, problems: res.health.problems, leases: obs.Leases,
 		waiting: obs.WaitingLeases, binding: p.binding(), hash: p.hash})
 	if reqErr != nil {
 		return res, false, reqErr
@@ -214,7 +214,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	res.plan = &plan
 	p.requeueIn(plan.RequeueAfter)
-	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil)
+	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil, res.health.problems, res.external.states)
 	return res, false, err
 }
 
@@ -275,6 +275,7 @@ func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
 		Binding:              p.class.Spec.BindingMode,
 		SpecHash:             p.hash,
 		Instances:            obs.Instances,
+		Problems:             h.problems,
 		Expected:             expected,
 		Others:               int32(len(obs.Strays)),
 		Demand:               int32(len(obs.WaitingLeases)),

@@ -22,11 +22,11 @@ func rollOutdated(in PlanInput, old, fresh []*Instance, need, room, busy int32, 
 	if len(old) == 0 {
 		return nil
 	}
-	retireOrder(old) // not ready or failing first
+	retireOrder(old, in.Problems) // not ready or failing first
 	var out, spare []*Instance
 	var availOld, availNew int32
 	for _, i := range old {
-		if !i.Available() {
+		if !i.Available(in.Problems) {
 			out = append(out, i)
 			continue
 		}
@@ -35,7 +35,7 @@ func rollOutdated(in PlanInput, old, fresh []*Instance, need, room, busy int32, 
 	}
 	settled := true // every new-spec instance is available
 	for _, i := range fresh {
-		if i.Available() {
+		if i.Available(in.Problems) {
 			availNew++
 		} else {
 			settled = false

@@ -94,6 +94,7 @@ func newSLOMemory() *sloMemory {
 type sloInput struct {
 	now       time.Time
 	instances []*Instance
+	problems  Problems
 	leases    []*jumpstarterv1alpha1.Lease
 	waiting   []*jumpstarterv1alpha1.Lease
 	binding   vtv1alpha1.BindingMode
@@ -215,7 +216,7 @@ func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first boo
 	for _, i := range in.instances {
 		uid := i.Exporter.UID
 		live[uid] = true
-		if !i.Available() {
+		if !i.Available(in.problems) {
 			delete(mem.availableSince, uid)
 		} else if _, ok := mem.availableSince[uid]; !ok {
 			since := in.now
@@ -236,11 +237,11 @@ func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first boo
 		live[startKey] = true
 		switch {
 		case mem.timed[startKey]:
-		case i.Available() && (mem.untimed[startKey] || !started.Before(m.start)):
+		case i.Available(in.problems) && (mem.untimed[startKey] || !started.Before(m.start)):
 			m.slo.timeAvailable.WithLabelValues(ns, name).Observe(max(0, in.now.Sub(started).Seconds()))
 			mem.timed[startKey] = true
 			delete(mem.untimed, startKey)
-		case i.Available():
+		case i.Available(in.problems):
 			mem.timed[startKey] = true // available before we looked: its start is not ours to time
 		default:
 			mem.untimed[startKey] = true

@@ -44,13 +44,14 @@ func (c Counts) Status() vtv1alpha1.ExporterSetStatus {
 //   - replicas: owned Exporters; readyReplicas: Online and Registered;
 //   - availableReplicas: ready, enabled, unleased and not failing (the warm pool): an
 //     exporter that registered while its target crash-loops serves nobody;
-//   - failingReplicas: instances with a diagnosed Problem (Instance.Problem);
+//   - failingReplicas: instances with a diagnosed Problem (problems, from diagnosis; nil
+//     for none);
 //   - leasedReplicas: status.leaseRef set; unavailableReplicas: enabled and not ready;
 //   - exportersActive: leased and online; exportersIdle: online, enabled, unleased;
 //   - exportersDisabled: spec.enabled=false; exportersOffline: enabled, not online;
 //   - podsPending/Running/Failed by phase of the instances' Pods; podsUnknown: Unknown or
 //     Succeeded. A Pod whose Exporter is gone is no instance's and is not counted.
-func ComputeStatus(instances []*Instance) Counts {
+func ComputeStatus(instances []*Instance, problems Problems) Counts {
 	var s Counts
 	for _, in := range instances {
 		s.Replicas++
@@ -58,10 +59,11 @@ func ComputeStatus(instances []*Instance) Counts {
 		if ready {
 			s.ReadyReplicas++
 		}
-		if ready && enabled && !leased && in.Problem == nil {
+		failing := problems.Of(in) != nil
+		if ready && enabled && !leased && !failing {
 			s.AvailableReplicas++
 		}
-		if in.Problem != nil {
+		if failing {
 			s.FailingReplicas++
 		}
 		if leased {

@@ -79,7 +79,7 @@ func TestComputeStatus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if d := cmp.Diff(tc.want, ComputeStatus(tc.instances)); d != "" {
+			if d := cmp.Diff(tc.want, ComputeStatus(tc.instances, problemsOf(tc.instances))); d != "" {
 				t.Errorf("ComputeStatus (-want +got):\n%s", d)
 			}
 		})

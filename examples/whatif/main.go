@@ -42,7 +42,7 @@ func whatIf(w io.Writer, in exporterset.PlanInput, ready, leased, starting int) 
 	for i := 0; i < ready+leased+starting; i++ {
 		in.Instances = append(in.Instances, instance(i, i < ready+leased, i >= ready && i < ready+leased))
 	}
-	st := exporterset.ComputeStatus(in.Instances)
+	st := exporterset.ComputeStatus(in.Instances, in.Problems)
 	fmt.Fprintf(w, "status: replicas=%d available=%d leased=%d unavailable=%d\n", st.Replicas, st.AvailableReplicas, st.LeasedReplicas, st.UnavailableReplicas)
 	plan := exporterset.PlanScale(in)
 	fmt.Fprintf(w, "plan: want=%d create=%d retire=%d limited=%v\n", plan.Wanted, plan.Create, len(plan.Retire), plan.Limited)

@@ -85,10 +85,11 @@ func wffcLeasedCounted(set *vtv1alpha1.ExporterSet) bool {
 // liveShortfall recomputes a set's pool from the objects (with the checker's diagnosis)
 // and says how it breaks the Available rule, "" when it does not.
 func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instances []*exporterset.Instance) string {
-	counts := exporterset.ComputeStatus(diagnosed(instances))
+	problems := diagnosed(instances)
+	counts := exporterset.ComputeStatus(instances, problems)
 	serving := int32(0)
 	for _, in := range instances {
-		if in.Ready() && in.Problem == nil {
+		if in.Ready() && problems.Of(in) == nil {
 			serving++
 		}
 	}

@@ -77,15 +77,15 @@ func podFailure(pod *corev1.Pod) vtv1alpha1.ConditionReason {
 	return ""
 }
 
-// diagnosed sets each instance's Problem from the checker's own diagnosis, so that
-// exporterset.ComputeStatus leaves failing instances out of availableReplicas as the
-// reconciler does.
-func diagnosed(instances []*exporterset.Instance) []*exporterset.Instance {
+// diagnosed is the checker's own diagnosis of the instances, passed to
+// exporterset.ComputeStatus so that it leaves failing instances out of availableReplicas as
+// the reconciler does.
+func diagnosed(instances []*exporterset.Instance) exporterset.Problems {
+	out := exporterset.Problems{}
 	for _, in := range instances {
-		in.Problem = nil
 		if r := instanceProblem(in); r != "" {
-			in.Problem = &exporterset.Problem{Reason: r}
+			out[in.Exporter.UID] = &exporterset.Problem{Reason: r}
 		}
 	}
-	return instances
+	return out
 }

@@ -83,7 +83,8 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	// The status, recomputed the way the reconciler observes: Exporters labelled for the
 	// set, controlled by it and matching its selector, with the Pods labelled for the set
 	// that they control; an instance whose Pod shows a failure is not available.
-	want := exporterset.ComputeStatus(diagnosed(instancesOf(set, exporters, pods)))
+	observed := instancesOf(set, exporters, pods)
+	want := exporterset.ComputeStatus(observed, diagnosed(observed))
 	got := set.Status
 	if set.Status.ObservedGeneration != set.Generation {
 		bad("status.observedGeneration %d, generation %d", got.ObservedGeneration, set.Generation)

@@ -305,7 +305,7 @@ func TestFinalCountsEveryLeaseAgainstTheCeiling(t *testing.T) {
 			e.Spec.Enabled = ptr.To(false)
 		}),
 	}
-	set.Status = exporterset.ComputeStatus(instancesOf(set, exporters, nil)).Status()
+	set.Status = exporterset.ComputeStatus(instancesOf(set, exporters, nil), nil).Status()
 	problems := finalSet(set, map[string]vtv1alpha1.BindingMode{"full": vtv1alpha1.BindingWaitForFirstConsumer}, exporters, nil, nil)
 	if len(problems) > 0 {
 		t.Errorf("a full set with every instance leased is converged, got: %v", problems)
