@@ -47,7 +47,9 @@ type world struct {
 	c    client.Client
 	sim  *jumpsim.Simulator
 	fake *fakeprov.Fake
-	rec  *exporterset.Reconciler // the last controller's
+	// ext, when set, is registered beside fake (fakeprov.ExternalName) by controller.
+	ext *fakeprov.External
+	rec *exporterset.Reconciler // the last controller's
 }
 
 func newWorld(t *testing.T, simOpts ...jumpsim.Option) *world {
@@ -87,7 +89,13 @@ func (w *world) controller(cfg *rest.Config, opts ...exporterset.Option) (stop f
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), w.fake.Registry(),
+	registry := w.fake.Registry()
+	if w.ext != nil {
+		if err := w.ext.Register(registry); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry,
 		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second)}, opts...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		w.t.Fatal(err)

@@ -142,6 +142,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		err = errors.Join(err, werr)
 	}
+	if err != nil && res.external.unreachable != nil {
+		// The remote end did not answer: the set is held, its status says so, and it is
+		// polled (observeExternal asked for externalPollInterval). The remote calls that
+		// failed with it must not become the pass's error: the workqueue would back the set
+		// off instead, doubling with every failed pass (every watch event during an outage
+		// adds one) up to a quarter of an hour, and the set would stay held long after the
+		// remote end answered again.
+		logf.FromContext(ctx).Info("the external targets' remote end does not answer; polling it", "error", err.Error())
+		err = nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -50,8 +50,19 @@ func leaseToExporter(_ context.Context, obj client.Object) []reconcile.Request {
 
 // reconcileExporter issues the credential when due and reports presence.
 func (s *Simulator) reconcileExporter(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return s.syncExporter(ctx, req, s.client)
+}
+
+// syncExporter is reconcileExporter reading the Exporter through from. The controller reads
+// its cache: a copy behind the newest write is corrected by the conflict it causes, or, when
+// it already reads as wanted and nothing is written, by the watch event still on its way. A
+// hook (SetOnline, SetOffline...) promises its effect is written before it returns, so it
+// reads from the apiserver: through the cache, SetOnline right after SetOffline could see
+// the Exporter still Online from before SetOffline's write, write nothing, and return with
+// the Exporter Offline.
+func (s *Simulator) syncExporter(ctx context.Context, req reconcile.Request, from client.Reader) (reconcile.Result, error) {
 	var ex jsv1.Exporter
-	if err := s.client.Get(ctx, req.NamespacedName, &ex); err != nil {
+	if err := from.Get(ctx, req.NamespacedName, &ex); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ex.DeletionTimestamp != nil {

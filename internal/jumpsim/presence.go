@@ -102,17 +102,18 @@ func (s *Simulator) SetOffline(ctx context.Context, namespace, name string) erro
 	s.presence.mu.Lock()
 	s.presence.offline[key] = true
 	s.presence.mu.Unlock()
-	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	_, err := s.syncExporter(ctx, reconcile.Request{NamespacedName: key}, s.direct)
 	return err
 }
 
 // SetOnline removes a SetOffline override: the Exporter is online again if its Pod runs.
+// The status is written before SetOnline returns.
 func (s *Simulator) SetOnline(ctx context.Context, namespace, name string) error {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	s.presence.mu.Lock()
 	delete(s.presence.offline, key)
 	s.presence.mu.Unlock()
-	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	_, err := s.syncExporter(ctx, reconcile.Request{NamespacedName: key}, s.direct)
 	return err
 }
 
@@ -129,7 +130,7 @@ func (s *Simulator) SetExporterStatus(ctx context.Context, namespace, name strin
 		s.presence.override[key] = statusOverride{value: value, message: message}
 	}
 	s.presence.mu.Unlock()
-	_, err := s.reconcileExporter(ctx, reconcile.Request{NamespacedName: key})
+	_, err := s.syncExporter(ctx, reconcile.Request{NamespacedName: key}, s.direct)
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
@@ -129,14 +130,19 @@ func TestLeaseUnsatisfiable(t *testing.T) {
 	if err := env.Client.Update(ctx, ex); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
-		// Give the simulator's cache the update before the next lease arrives.
-		if got := getObj(t, exporterObj(ns, "disabled")); got.IsEnabled() {
-			return fmt.Errorf("still enabled")
+	// The scheduler assigns from the simulator's cache, as the real controller does from
+	// its informers: the lease must come after the cache has the update, or an Exporter
+	// still enabled there is assigned. Wait on that cache, not on a guessed delay.
+	eventually(t, 10*time.Second, func() error {
+		var got jsv1.Exporter
+		if err := sim.client.Get(ctx, client.ObjectKeyFromObject(ex), &got); err != nil {
+			return err
+		}
+		if got.IsEnabled() {
+			return fmt.Errorf("still enabled in the simulator's cache")
 		}
 		return nil
 	})
-	time.Sleep(200 * time.Millisecond)
 	if _, err := sim.TakeLease(ctx, ns, "alldisabled", board, 0); err != nil {
 		t.Fatal(err)
 	}

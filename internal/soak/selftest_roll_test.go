@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -86,8 +87,7 @@ func TestCheckerDetectsRollBelowFloor(t *testing.T) {
 	bad := b.rollSet("emptied", 3)
 	old := b.instance("emptied-1", bad, "old", true)
 	b.startRoll("emptied", 1)
-	b.instance("emptied-2", bad, "new", false)
-	time.Sleep(300 * time.Millisecond) // the checker sees the new instance before the retirement
+	b.seen(b.instance("emptied-2", bad, "new", false)) // before the retirement
 	b.retire(old)
 	b.expect(InvRollFloor, "emptied")
 
@@ -95,22 +95,39 @@ func TestCheckerDetectsRollBelowFloor(t *testing.T) {
 	good := b.rollSet("surged", 3)
 	old2 := b.instance("surged-1", good, "old", true)
 	b.startRoll("surged", 1)
-	b.instance("surged-2", good, "new", true)
-	time.Sleep(300 * time.Millisecond)
+	b.seen(b.instance("surged-2", good, "new", true))
 	b.retire(old2)
 
 	// The ceiling: maxReplicas 1 leaves no room to surge, so the one instance goes first.
 	full := b.rollSet("full", 1)
 	old3 := b.instance("full-1", full, "old", true)
 	b.startRoll("full", 1)
-	time.Sleep(300 * time.Millisecond)
 	b.retire(old3)
 
-	time.Sleep(rollSkew + time.Second)
+	// Each retirement is judged rollSkew after the checker saw it: wait for the three
+	// judgments, however late a loaded machine makes them, then look at their verdicts.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, _, _, judged, skipped := b.checker.RollStats()
+		if judged == 3 {
+			break
+		}
+		if judged > 3 || time.Now().After(deadline) {
+			t.Fatalf("judged %d roll retirements, want 3 (not judged: %v)", judged, skipped)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	b.expectNone(InvRollFloor, "surged")
 	b.expectNone(InvRollFloor, "full")
-	_, _, _, judged, skipped := b.checker.RollStats()
-	if judged != 3 {
-		t.Errorf("judged %d roll retirements, want 3 (not judged: %v)", judged, skipped)
-	}
+}
+
+// seen waits until the checker's cache holds e as last written: the checker judges a
+// retirement on what its cache shows when it sees it, and an instance it has not seen yet
+// does not count (a fixed pause was too short on a loaded machine).
+func (b *bench) seen(e *jumpstarterv1alpha1.Exporter) {
+	b.t.Helper()
+	eventually(b.t, 10*time.Second, "the checker's cache to hold "+e.Name+" as written", func() bool {
+		var got jumpstarterv1alpha1.Exporter
+		return b.checker.cache.Get(b.ctx, client.ObjectKeyFromObject(e), &got) == nil && got.ResourceVersion == e.ResourceVersion
+	})
 }
