@@ -2,7 +2,6 @@ package exporterset
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -55,53 +54,48 @@ func (b backoffState) suffix(now time.Time) string {
 	return fmt.Sprintf("; backing off after %d consecutive failures: next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
 }
 
-// failureMemory is the reconciler's per-set memory of instance failures: which instances
-// were ever ready (a failure counts only before that, or as a crash loop), which failures
-// were counted, and the consecutive count. It lives in memory: a restarted controller
-// starts without backoff and counts again, which costs at most one more batch.
+// failureMemory is the reconciler's memory of instance failures: per set the consecutive
+// count and the last failure, per instance whether it was ever ready (a failure counts only
+// before that, or as a crash loop), which failure was counted and the reasons seen. It is a
+// view of memory (memory.go): the set's record goes with the set, an instance's with the
+// instance (memory's sweep). A restarted controller starts without backoff and counts
+// again, which costs at most one more batch.
 type failureMemory struct {
-	mu   sync.Mutex
-	sets map[string]*setFailures
+	sets      *memo[*setFailures]
+	instances *memo[*instanceFailures]
 }
 
 type setFailures struct {
 	version     string // the set's and class's versions: a change resets the count
-	everReady   map[types.UID]bool
-	counted     map[types.UID]bool                                // failure keys (failureKey) counted
-	failedOnce  map[types.UID]bool                                // instances with a counted failure
-	seen        map[types.UID]map[vtv1alpha1.ConditionReason]bool // reasons seen per instance, for the metric
 	consecutive int
 	lastAt      time.Time
 	last        *Problem
 	lastName    string
 }
 
-func newFailureMemory() *failureMemory { return &failureMemory{sets: map[string]*setFailures{}} }
+type instanceFailures struct {
+	everReady  bool
+	failedOnce bool                                // a failure of it was counted
+	counted    types.UID                           // the failure (failureKey) last counted
+	seen       map[vtv1alpha1.ConditionReason]bool // reasons seen, for the metric
+}
 
 // observe updates a set's memory from its instances (their Problems already diagnosed) and
 // returns the backoff state. version identifies the set's and class's specs: a person who
 // fixes an image must not wait out the cap. An instance newly ready also resets the count.
-func (m *failureMemory) observe(key, version string, now time.Time, instances []*Instance, problems Problems, base, limit time.Duration) backoffState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.sets[key]
-	if s == nil {
-		s = &setFailures{everReady: map[types.UID]bool{}, counted: map[types.UID]bool{}, failedOnce: map[types.UID]bool{}, seen: map[types.UID]map[vtv1alpha1.ConditionReason]bool{}}
-		m.sets[key] = s
-	}
+func (m failureMemory) observe(key, version string, now time.Time, instances []*Instance, problems Problems, base, limit time.Duration) backoffState {
+	s := m.sets.setOrPut(key, func() *setFailures { return &setFailures{} })
 	if s.version != version {
 		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
 	}
 	var out backoffState
-	present := make(map[types.UID]bool, 2*len(instances))
 	for _, in := range instances {
 		uid := in.Exporter.UID
-		key := failureKey(in)
-		present[uid], present[key] = true, true
+		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !s.failedOnce[uid] && !s.everReady[uid] {
-			s.everReady[uid] = true
+		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !f.failedOnce && !f.everReady {
+			f.everReady = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}
 		pr := problems.Of(in)
@@ -110,30 +104,18 @@ func (m *failureMemory) observe(key, version string, now time.Time, instances []
 		}
 		// Each reason counts once per instance, however often it comes and goes (an image
 		// pull between two back-offs shows no problem for a moment).
-		if !s.seen[uid][pr.Reason] {
-			if s.seen[uid] == nil {
-				s.seen[uid] = map[vtv1alpha1.ConditionReason]bool{}
+		if !f.seen[pr.Reason] {
+			if f.seen == nil {
+				f.seen = map[vtv1alpha1.ConditionReason]bool{}
 			}
-			s.seen[uid][pr.Reason] = true
+			f.seen[pr.Reason] = true
 			out.New = append(out.New, pr)
 		}
-		failed := pr.Reason == vtv1alpha1.ReasonTargetCrashing || pr.Replace && !s.everReady[uid]
-		if failed && !s.counted[key] {
-			s.counted[key], s.failedOnce[uid] = true, true
+		failed := pr.Reason == vtv1alpha1.ReasonTargetCrashing || pr.Replace && !f.everReady
+		if fk := failureKey(in); failed && f.counted != fk {
+			f.counted, f.failedOnce = fk, true
 			s.consecutive++
 			s.lastAt, s.last, s.lastName = now, pr, in.Name()
-		}
-	}
-	for _, mp := range []map[types.UID]bool{s.everReady, s.counted, s.failedOnce} {
-		for uid := range mp {
-			if !present[uid] {
-				delete(mp, uid) // the instance is gone: nothing of it is kept
-			}
-		}
-	}
-	for uid := range s.seen {
-		if !present[uid] {
-			delete(s.seen, uid)
 		}
 	}
 	out.Failures, out.Last, out.LastName = s.consecutive, s.last, s.lastName
@@ -151,13 +133,6 @@ func failureKey(in *Instance) types.UID {
 		return in.Exporter.UID + "/" + pod.UID
 	}
 	return in.Exporter.UID
-}
-
-// forget drops a deleted set's memory.
-func (m *failureMemory) forget(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.sets, key)
 }
 
 // backoffDelay is base * 2^(n-1), capped at limit.

@@ -191,7 +191,8 @@ func TestSummarizeFailures(t *testing.T) {
 }
 
 func TestFailureBackoff(t *testing.T) {
-	m := newFailureMemory()
+	mem := newMemory()
+	m := failureMemory{mem.failures, mem.instFailures}
 	base, limit := 2*time.Second, 20*time.Second
 	crashing := func(name string) *Instance {
 		return instance(name, withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
@@ -248,9 +249,18 @@ func TestFailureBackoff(t *testing.T) {
 			t.Fatalf("pod %s: %d failures, want %d", podUID, b.Failures, want)
 		}
 	}
-	m.forget("ns/s")
-	if len(m.sets) != 0 {
-		t.Errorf("forget kept %d sets", len(m.sets))
+	// An instance's record goes with the instance (memory's one sweep), the set's with the
+	// set (its one forget).
+	if mem.instFailures.size() == 0 {
+		t.Fatal("no instance's failure record was kept: the checks below cannot fail")
+	}
+	mem.sweep("ns/s", nil, mem.mark())
+	if n := mem.instFailures.size(); n != 0 {
+		t.Errorf("a sweep that saw no instance kept %d instance failure records", n)
+	}
+	mem.forget("ns/s")
+	if mem.failures.holds("ns/s") {
+		t.Error("forget kept the set's failure count")
 	}
 }
 

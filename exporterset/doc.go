@@ -52,8 +52,11 @@
 // The instance reconciler's steps (instancectl.go): the Exporter, its set and the set's
 // intents; its Pods and Secrets (observeInstance); restart Pods when decided; its config
 // Secret and Pod (lifecycle.go, through the provisioner); its result recorded. What the
-// reconcilers remember lives in memory.go under one rule: nothing outlives the set or the
-// instance it is about.
+// reconcilers remember lives in memory.go, one record per set (memos: the expectations, the
+// failure count and backoff, the status fields upstream's CRD prunes, the start-up samples,
+// the metrics' bookkeeping and the caches), under one rule: nothing outlives the set or the
+// instance it is about. A set's deletion has one forget, a pass one sweep of the instances
+// it no longer sees.
 //
 // The ceiling: every Exporter of the set that exists counts against maxReplicas, those on
 // their way out included. Plan.Create fits beside all of them; act runs the removals first

@@ -13,42 +13,36 @@ const expectationTimeout = 5 * time.Minute
 // expectations remembers, per set, the changes this process made that the cache may not show
 // yet: Exporters created and Exporters disabled for retirement. A reconcile running on a stale
 // cache counts them as done, so it neither creates an instance twice nor retires a second one.
-type expectations struct {
-	mu   sync.Mutex
-	sets map[string]*setExpectations
-}
+// It is a view of the set's record in memory (memory.go), which forgets it with the set.
+type expectations struct{ sets *memo[*setExpectations] }
 
+// setExpectations is one set's expectations. Its own lock is for the goroutines of one pass;
+// passes of the set never overlap.
 type setExpectations struct {
+	mu       sync.Mutex
 	created  map[string]time.Time // Exporter name -> when created
 	retiring map[string]time.Time // Exporter name -> when disabled
 }
 
-func newExpectations() *expectations { return &expectations{sets: map[string]*setExpectations{}} }
-
-func (e *expectations) get(key string) *setExpectations {
-	s := e.sets[key]
-	if s == nil {
-		s = &setExpectations{created: map[string]time.Time{}, retiring: map[string]time.Time{}}
-		e.sets[key] = s
-	}
-	return s
+func newSetExpectations() *setExpectations {
+	return &setExpectations{created: map[string]time.Time{}, retiring: map[string]time.Time{}}
 }
 
 // expectCreated records Exporters this reconcile created.
-func (e *expectations) expectCreated(key string, now time.Time, names ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.get(key)
+func (e expectations) expectCreated(key string, now time.Time, names ...string) {
+	s := e.sets.setOrPut(key, newSetExpectations)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, n := range names {
 		s.created[n] = now
 	}
 }
 
 // expectRetiring records Exporters this reconcile disabled for retirement.
-func (e *expectations) expectRetiring(key string, now time.Time, names ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.get(key)
+func (e expectations) expectRetiring(key string, now time.Time, names ...string) {
+	s := e.sets.setOrPut(key, newSetExpectations)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, n := range names {
 		s.retiring[n] = now
 	}
@@ -57,13 +51,13 @@ func (e *expectations) expectRetiring(key string, now time.Time, names ...string
 // reconcile drops what obs shows (or what timed out) and applies the rest to it: it returns
 // how many created Exporters the cache does not show yet, and marks instances this process
 // disabled as retiring when the cache still shows them enabled.
-func (e *expectations) reconcile(key string, now time.Time, obs *observation) int32 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.sets[key]
+func (e expectations) reconcile(key string, now time.Time, obs *observation) int32 {
+	s, _ := e.sets.forSet(key)
 	if s == nil {
 		return 0
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	seen := map[string]*Instance{}
 	for _, in := range obs.Instances {
 		seen[in.Name()] = in
@@ -97,14 +91,7 @@ func (e *expectations) reconcile(key string, now time.Time, obs *observation) in
 		in.Exporter = e
 	}
 	if len(s.created) == 0 && len(s.retiring) == 0 {
-		delete(e.sets, key)
+		e.sets.dropSet(key) // nothing pending: the set's record holds nothing of this
 	}
 	return pending
-}
-
-// forget drops everything about a set (it was deleted).
-func (e *expectations) forget(key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.sets, key)
 }

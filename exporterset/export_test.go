@@ -1,6 +1,9 @@
 package exporterset
 
 import (
+	"reflect"
+	"unsafe"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -16,7 +19,8 @@ func RememberedInstances(r *Reconciler, set string) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	for _, m := range []interface {
 		each(func(string, types.UID, any))
-	}{anyMemo[driversEntry]{r.memory.drivers}, anyMemo[configEntry]{r.memory.configs}, anyMemo[startedPod]{r.memory.started}} {
+	}{anyMemo[driversEntry]{r.memory.drivers}, anyMemo[configEntry]{r.memory.configs}, anyMemo[startedPod]{r.memory.started},
+		anyMemo[*instanceFailures]{r.memory.instFailures}} {
 		m.each(func(s string, uid types.UID, _ any) {
 			if s == set {
 				out[uid] = true
@@ -40,6 +44,26 @@ func RemembersSet(r *Reconciler, set string) bool {
 		}
 	}
 	return false
+}
+
+// StoresRemembering names the memos of r (memory's fields: expectations, failures, pruned,
+// metrics, startup, ...) that hold anything of the set key.
+func StoresRemembering(r *Reconciler, set string) map[string]bool {
+	out := map[string]bool{}
+	v := reflect.ValueOf(r.memory).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		if !f.Type().Implements(reflect.TypeFor[sweeper]()) {
+			continue
+		}
+		// Every field, not memory.all(): a memo left out of all() is found too. The fields
+		// are unexported, so they are read through their address.
+		s := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(sweeper)
+		if s.holds(set) {
+			out[v.Type().Field(i).Name] = true
+		}
+	}
+	return out
 }
 
 type anyMemo[V any] struct{ m *memo[V] }

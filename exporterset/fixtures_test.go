@@ -96,6 +96,6 @@ func problemsOf(instances []*Instance) Problems {
 }
 
 // observeFixtures is failureMemory.observe with the fixture instances' problems.
-func observeFixtures(m *failureMemory, key, version string, now time.Time, instances []*Instance, base, limit time.Duration) backoffState {
+func observeFixtures(m failureMemory, key, version string, now time.Time, instances []*Instance, base, limit time.Duration) backoffState {
 	return m.observe(key, version, now, instances, problemsOf(instances), base, limit)
 }

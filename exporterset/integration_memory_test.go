@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,11 +19,13 @@ import (
 // The reconciler's memory lives no longer than what it is about: an instance deleted behind
 // its back (here: every instance, four times over) leaves nothing in memory, not its
 // rendered config and so not its token; the memory of a pool that churns stays the size of
-// the pool; a deleted set leaves nothing at all.
+// the pool; a deleted set leaves nothing at all, in any store of its record (expectations,
+// failures, pruned status, start-ups, the metrics' bookkeeping) nor in its metric series.
 func TestMemoryEndsWithItsInstanceAndSet(t *testing.T) {
 	w := newWorld(t)
 	w.class("fake")
-	w.controller(env.Config)
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
 	w.set("pool", 0, 6, 3)
 	key := w.ns + "/pool"
 	w.waitHealthy("pool", 3, 30*time.Second)
@@ -69,25 +72,63 @@ func TestMemoryEndsWithItsInstanceAndSet(t *testing.T) {
 		})
 		sizes = append(sizes, exporterset.MemoryEntries(w.rec))
 	}
-	// Per-set entries and five per-instance memos (drivers, config, started Pod, poke, result)
-	// for at most the 3 live instances: had the 12 deleted instances been kept, it would hold
-	// 60 entries more.
+	// Thirteen per-set memos and six per-instance ones (drivers, config, started Pod, poke,
+	// result, failure record) for at most the 3 live instances: had the 12 deleted instances
+	// been kept, it would hold 72 entries more.
 	for i, n := range sizes {
-		if n > 9+5*3 {
+		if n > 13+6*3 {
 			t.Errorf("round %d: %d entries remembered for a pool of 3 (sizes by round %v)", i, n, sizes)
 		}
 	}
 	t.Logf("entries remembered after each round of deleting the pool: %v", sizes)
 
+	// Control: the set's record holds what its passes keep, so the checks below can fail.
+	w.eventually(10*time.Second, "the set's record kept", func() string {
+		held := exporterset.StoresRemembering(w.rec, key)
+		for _, s := range []string{"failures", "instFailures", "startup", "metrics"} {
+			if !held[s] {
+				return fmt.Sprintf("store %s holds nothing of the set (holding %v)", s, held)
+			}
+		}
+		return ""
+	})
+	if n := seriesOf(t, reg, w.ns, "pool"); n == 0 {
+		t.Fatal("no metric series of the set before its deletion")
+	}
+
 	if err := w.c.Delete(w.ctx, w.getSet("pool")); err != nil {
 		t.Fatal(err)
 	}
 	w.eventually(10*time.Second, "nothing of the deleted set remembered", func() string {
-		if exporterset.RemembersSet(w.rec, key) {
-			return "the set is still remembered"
+		if left := exporterset.StoresRemembering(w.rec, key); len(left) != 0 || exporterset.RemembersSet(w.rec, key) {
+			return fmt.Sprintf("the set is still remembered by %v", left)
+		}
+		if n := seriesOf(t, reg, w.ns, "pool"); n != 0 {
+			return fmt.Sprintf("%d metric series of the set left", n)
 		}
 		return ""
 	})
+}
+
+// seriesOf counts the series of reg labelled with the set ns/name.
+func seriesOf(t *testing.T, reg *prometheus.Registry, ns, name string) (n int) {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["exporterset"] == name {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // token reads the exporter's Jumpstarter token from its credential Secret.

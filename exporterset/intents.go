@@ -55,9 +55,13 @@ func (s *setIntents) backingOff(now time.Time) bool { return now.Before(s.backof
 // intentsOf are the decisions of a pass for the live instances it saw.
 func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte, problems Problems, ext externalStates) *setIntents {
 	external := externalOf(p.prov) != nil
+	// The instance reconciler reads the request while the pass goes on to write the set's
+	// status, which decodes the answer into p.set: the request gets a set of its own.
+	req := *p.req
+	req.Set = p.set.DeepCopy()
 	d := &setIntents{
 		setUID: p.set.UID, generation: p.set.Generation, classVersion: p.class.ResourceVersion,
-		class: p.class, prov: p.prov, req: p.req, hash: p.hash, selector: p.selector,
+		class: p.class, prov: p.prov, req: &req, hash: p.hash, selector: p.selector,
 		backoffUntil: backoffUntil,
 		immediate:    p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external,
 		instances:    map[types.UID]intent{},

@@ -8,11 +8,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// The reconciler remembers a few things between passes, to spare remote calls and CPU: a
-// provisioner's description, a Validate verdict, the CA bundle, the status it last wrote,
-// its last pass's decisions, and per instance its enriched drivers, its rendered config
-// (which holds the exporter's token) and the Pod it started. All of it is kept in memos,
-// under one rule: an entry lives no longer than what it is about.
+// The reconciler remembers a few things between passes, to spare remote calls and CPU and to
+// keep what the cache and the API server cannot tell it: a provisioner's description, a
+// Validate verdict, the CA bundle, the status it last wrote, its last pass's decisions, the
+// creates and retirements the cache may not show yet (expectations.go), the failure count
+// and backoff (backoff.go), the status fields upstream's CRD prunes (pruned.go), the
+// start-up samples (startup.go), the metrics' bookkeeping (metrics.go), and per instance its
+// enriched drivers, its rendered config (which holds the exporter's token), the Pod it
+// started and its failure record. All of it is kept in memos of one memory, one record per
+// set, under one rule: an entry lives no longer than what it is about. No store keeps a map
+// of sets of its own, so there is one forget and one sweep, and none can be left out.
 //
 //   - A set's entries go when the set is gone (Reconcile sees NotFound).
 //   - An instance's entries go at the first pass of its set that no longer sees the
@@ -79,6 +84,31 @@ func (m *memo[V]) dropSet(set string) {
 	if s := m.setOf(set, false); s != nil {
 		s.own = nil
 	}
+}
+
+// setOrPut returns the set's own value, remembering a new one first if there is none; the
+// check and the put are one step, so goroutines of one pass cannot make two.
+func (m *memo[V]) setOrPut(set string, fresh func() V) V {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.setOf(set, true)
+	if s.own == nil {
+		s.own = &memoEntry[V]{v: fresh(), write: m.clock.Add(1)}
+	}
+	return s.own.v
+}
+
+// instanceOrPut is setOrPut for the instance uid of set.
+func (m *memo[V]) instanceOrPut(set string, uid types.UID, fresh func() V) V {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.setOf(set, true)
+	e, ok := s.instances[uid]
+	if !ok {
+		e = memoEntry[V]{v: fresh(), write: m.clock.Add(1)}
+		s.instances[uid] = e
+	}
+	return e.v
 }
 
 // forInstance returns the value of the instance uid of set.
@@ -174,7 +204,10 @@ type sweeper interface {
 	size() int
 }
 
-// memory is all a reconciler remembers between passes (see the rule above).
+// memory is all a reconciler remembers between passes (see the rule above). A value behind
+// a pointer (a set's expectations, failures, metrics) is changed in place only by its set's
+// pass, which the workqueue serialises; the memo's lock guards the maps, which every set's
+// pass and the instance reconciler share.
 type memory struct {
 	clock atomic.Uint64
 
@@ -193,6 +226,12 @@ type memory struct {
 	credentials *memo[credentialsEntry] // per set: its class's credentials (external provisioners)
 	inventory   *memo[time.Time]        // per set: when its external inventory was last swept
 	startup     *memo[startupLog]       // per set: its measured start-up times (startup.go)
+
+	expectations *memo[*setExpectations]  // per set: creates and retirements not yet seen (expectations.go)
+	failures     *memo[*setFailures]      // per set: consecutive failures, the backoff (backoff.go)
+	instFailures *memo[*instanceFailures] // per instance: ever ready, failure counted (backoff.go)
+	pruned       *memo[prunedFields]      // per set: status fields upstream's CRD drops (pruned.go)
+	metrics      *memo[*setMetrics]       // per set: the metrics' bookkeeping (metrics.go, slo.go)
 }
 
 func newMemory() *memory {
@@ -203,11 +242,14 @@ func newMemory() *memory {
 	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
 	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
 	m.startup = newMemo[startupLog](&m.clock)
+	m.expectations, m.failures, m.instFailures = newMemo[*setExpectations](&m.clock), newMemo[*setFailures](&m.clock), newMemo[*instanceFailures](&m.clock)
+	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*setMetrics](&m.clock)
 	return m
 }
 
 func (m *memory) all() []sweeper {
-	return []sweeper{m.describes, m.validated, m.ca, m.own, m.intents, m.instanceEv, m.poked, m.results, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup}
+	return []sweeper{m.describes, m.validated, m.ca, m.own, m.intents, m.instanceEv, m.poked, m.results, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup,
+		m.expectations, m.failures, m.instFailures, m.pruned, m.metrics}
 }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.

@@ -81,12 +81,17 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.credentials.putSet("ns/s", credentialsEntry{data: map[string][]byte{"kubeconfig": []byte("secret")}})
 	m.inventory.putSet("ns/s", epoch)
 	m.startup.putSet("ns/s", startupLog{})
+	m.expectations.putSet("ns/s", newSetExpectations())
+	m.failures.putSet("ns/s", &setFailures{})
+	m.instFailures.putInstance("ns/s", "u", &instanceFailures{everReady: true})
+	m.pruned.putSet("ns/s", prunedFields{sequence: 7})
+	m.metrics.putSet("ns/s", &setMetrics{})
 	if got, want := m.size(), len(m.all()); got != want {
 		t.Fatalf("%d entries, want one per memo (%d): a memo is missing from memory.all", got, want)
 	}
 	m.sweep("ns/s", nil, m.mark())
-	if got := m.size(); got != 9 {
-		t.Errorf("after the instance's sweep: %d entries, want the 9 set entries", got)
+	if got := m.size(); got != 13 {
+		t.Errorf("after the instance's sweep: %d entries, want the 13 set entries", got)
 	}
 	m.forget("ns/s")
 	if got := m.size(); got != 0 {

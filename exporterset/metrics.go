@@ -1,7 +1,6 @@
 package exporterset
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,14 +16,25 @@ type metrics struct {
 	backingOff                  *prometheus.GaugeVec
 	slo                         sloMetrics
 	start                       time.Time // when the process began to look (slo.go)
+}
 
-	mu sync.Mutex
-	// per set: exporters seen leased last time, exporters seen available, and release
-	// times waiting for an instance to become available again.
-	leasedLast    map[string]map[string]bool
-	availableLast map[string]map[string]bool
-	releases      map[string][]time.Time
-	sloSets       map[string]*sloMemory
+// setMetrics is what the metrics remember of one set between passes. It is kept in the
+// set's record in memory (memory.go), so it goes with the set, and only the set's pass
+// touches it.
+type setMetrics struct {
+	// exporters seen leased last time, exporters seen available, and release times
+	// waiting for an instance to become available again.
+	leasedLast, availableLast map[string]bool
+	releases                  []time.Time
+	slo                       *sloMemory // nil until the set's first pass (slo.go)
+}
+
+// metricsOf returns the set's metrics bookkeeping, nil when the reconciler has no metrics.
+func (r *Reconciler) metricsOf(key string) *setMetrics {
+	if r.metrics == nil {
+		return nil
+	}
+	return r.memory.metrics.setOrPut(key, func() *setMetrics { return &setMetrics{} })
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -45,13 +55,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "exporterset_instance_failures_total",
 			Help: "Instance failures seen, by reason (ImagePullFailed, TargetCrashing, Unschedulable, ...): each instance counts once per reason it shows.",
 		}, append(labels, "reason")),
-		backingOff:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_backing_off", Help: "1 while the set holds back new instances after consecutive failures, else 0."}, labels),
-		leasedLast:    map[string]map[string]bool{},
-		availableLast: map[string]map[string]bool{},
-		releases:      map[string][]time.Time{},
-		slo:           newSLOMetrics(),
-		start:         time.Now().Truncate(time.Second), // creationTimestamps have whole seconds
-		sloSets:       map[string]*sloMemory{},
+		backingOff: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_backing_off", Help: "1 while the set holds back new instances after consecutive failures, else 0."}, labels),
+		slo:        newSLOMetrics(),
+		start:      time.Now().Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
 		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement, m.failures, m.backingOff)
@@ -60,7 +66,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance, problems Problems, now time.Time) {
+// observeStatus sets the set's gauges and times replacements: mem is the set's bookkeeping
+// (metricsOf).
+func (m *metrics) observeStatus(ns, name string, mem *setMetrics, c Counts, instances []*Instance, problems Problems, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -68,9 +76,6 @@ func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance
 	m.available.WithLabelValues(ns, name).Set(float64(c.AvailableReplicas))
 	m.leased.WithLabelValues(ns, name).Set(float64(c.LeasedReplicas))
 
-	key := ns + "/" + name
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	leased, available := map[string]bool{}, map[string]bool{}
 	for _, in := range instances {
 		if in.Leased() {
@@ -80,18 +85,18 @@ func (m *metrics) observeStatus(ns, name string, c Counts, instances []*Instance
 			available[in.Name()] = true
 		}
 	}
-	for n := range m.leasedLast[key] {
+	for n := range mem.leasedLast {
 		if !leased[n] {
-			m.releases[key] = append(m.releases[key], now)
+			mem.releases = append(mem.releases, now)
 		}
 	}
 	for n := range available {
-		if !m.availableLast[key][n] && len(m.releases[key]) > 0 {
-			m.replacement.Observe(now.Sub(m.releases[key][0]).Seconds())
-			m.releases[key] = m.releases[key][1:]
+		if !mem.availableLast[n] && len(mem.releases) > 0 {
+			m.replacement.Observe(now.Sub(mem.releases[0]).Seconds())
+			mem.releases = mem.releases[1:]
 		}
 	}
-	m.leasedLast[key], m.availableLast[key] = leased, available
+	mem.leasedLast, mem.availableLast = leased, available
 }
 
 // observeFailures counts the problems new this pass and whether the set backs off.
@@ -128,7 +133,8 @@ func (m *metrics) countRecycled(ns, name string, n int) {
 	}
 }
 
-func (m *metrics) forget(ns, name string) {
+// forgetSeries drops a deleted set's series; its bookkeeping goes with its record in memory.
+func (m *metrics) forgetSeries(ns, name string) {
 	if m == nil {
 		return
 	}
@@ -139,11 +145,5 @@ func (m *metrics) forget(ns, name string) {
 		c.DeleteLabelValues(ns, name)
 	}
 	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := ns + "/" + name
-	delete(m.leasedLast, key)
-	delete(m.availableLast, key)
-	delete(m.releases, key)
 	m.forgetSLO(ns, name)
 }

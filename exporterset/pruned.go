@@ -1,8 +1,6 @@
 package exporterset
 
 import (
-	"sync"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -14,11 +12,9 @@ import (
 // surplusSince and instanceSequence (README, "Replacing upstream's exporter-set
 // controller"): the API server prunes them, and without this the scale-down cooldown would
 // start again on every pass (no scale-down ever) and instance names would be computed from
-// sequence 0. With our CRD nothing is pruned and this stays empty.
-type prunedStatus struct {
-	mu sync.Mutex
-	m  map[string]prunedFields
-}
+// sequence 0. With our CRD nothing is pruned and this stays empty. It is a view of the set's
+// record in memory (memory.go), which forgets it with the set.
+type prunedStatus struct{ sets *memo[prunedFields] }
 
 type prunedFields struct {
 	uid          types.UID
@@ -29,9 +25,7 @@ type prunedFields struct {
 
 // noteWrite compares what was written (want) with what the API server stored (got, the
 // Update's answer) and remembers what it dropped.
-func (p *prunedStatus) noteWrite(got *vtv1alpha1.ExporterSet, want vtv1alpha1.ExporterSetStatus) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p prunedStatus) noteWrite(got *vtv1alpha1.ExporterSet, want vtv1alpha1.ExporterSetStatus) {
 	key := keyOf(got)
 	f := prunedFields{uid: got.UID}
 	if want.SurplusSince != nil && got.Status.SurplusSince == nil {
@@ -42,20 +36,15 @@ func (p *prunedStatus) noteWrite(got *vtv1alpha1.ExporterSet, want vtv1alpha1.Ex
 	}
 	f.prunes = want.ObservedGeneration != 0 && got.Status.ObservedGeneration == 0 || f.surplusSince != nil || f.sequence != 0
 	if !f.prunes {
-		delete(p.m, key)
+		p.sets.dropSet(key)
 		return
 	}
-	if p.m == nil {
-		p.m = map[string]prunedFields{}
-	}
-	p.m[key] = f
+	p.sets.putSet(key, f)
 }
 
 // restore fills into set's status what the API server dropped from our last write of it.
-func (p *prunedStatus) restore(set *vtv1alpha1.ExporterSet) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f, ok := p.m[keyOf(set)]
+func (p prunedStatus) restore(set *vtv1alpha1.ExporterSet) {
+	f, ok := p.sets.forSet(keyOf(set))
 	if !ok || f.uid != set.UID {
 		return
 	}
@@ -65,26 +54,17 @@ func (p *prunedStatus) restore(set *vtv1alpha1.ExporterSet) {
 	set.Status.InstanceSequence = max(set.Status.InstanceSequence, f.sequence)
 }
 
-// forget drops a deleted set's memory.
-func (p *prunedStatus) forget(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.m, key)
-}
-
 // unchangedAsStored reports whether writing b over a would store nothing new, as they differ
 // only in fields the API server drops from this set's status. Then b is not written, and
 // what it holds of those fields is remembered as if it had been.
-func (p *prunedStatus) unchangedAsStored(set *vtv1alpha1.ExporterSet, a, b vtv1alpha1.ExporterSetStatus) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f, ok := p.m[keyOf(set)]
+func (p prunedStatus) unchangedAsStored(set *vtv1alpha1.ExporterSet, a, b vtv1alpha1.ExporterSetStatus) bool {
+	f, ok := p.sets.forSet(keyOf(set))
 	if !ok || f.uid != set.UID || !f.prunes || !statusEqual(withoutNewFields(a), withoutNewFields(b)) {
 		return false
 	}
 	f.surplusSince = b.SurplusSince.DeepCopy()
 	f.sequence = max(f.sequence, b.InstanceSequence)
-	p.m[keyOf(set)] = f
+	p.sets.putSet(keyOf(set), f)
 	return true
 }
 

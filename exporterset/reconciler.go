@@ -32,8 +32,8 @@ type Reconciler struct {
 	recorder          events.EventRecorder
 	clock             clock.PassiveClock
 	metrics           *metrics
-	expectations      *expectations
-	failureMemory     *failureMemory
+	expectations      expectations  // expectations.go, a view of memory
+	failureMemory     failureMemory // backoff.go, a view of memory
 	backoffBase       time.Duration
 	backoffCap        time.Duration
 	registrationGrace time.Duration
@@ -41,7 +41,7 @@ type Reconciler struct {
 	claimUnknown      bool
 	gate              ProvisionerGate // gate.go; nil acts on every set
 	notice            *startupNotice  // notice.go; nil records none
-	pruned            *prunedStatus   // pruned.go: status fields an older CRD drops
+	pruned            prunedStatus    // pruned.go, a view of memory: status fields an older CRD drops
 	maxConcurrent     int
 	createParallelism int
 	retryInterval     time.Duration
@@ -72,16 +72,17 @@ const describeTTL = time.Minute
 // client), re-reads through apiReader (uncached) before it deletes anything, and renders
 // instances with the provisioners of registry.
 func NewReconciler(c client.Client, apiReader client.Reader, registry *provisioner.Registry, opts ...Option) *Reconciler {
+	mem := newMemory()
 	r := &Reconciler{
 		client:            c,
 		apiReader:         apiReader,
 		registry:          registry,
 		recorder:          discardRecorder{},
 		clock:             clock.RealClock{},
-		expectations:      newExpectations(),
-		memory:            newMemory(),
-		pruned:            &prunedStatus{},
-		failureMemory:     newFailureMemory(),
+		memory:            mem,
+		expectations:      expectations{mem.expectations},
+		pruned:            prunedStatus{mem.pruned},
+		failureMemory:     failureMemory{mem.failures, mem.instFailures},
 		backoffBase:       DefaultFailureBackoffBase,
 		backoffCap:        DefaultFailureBackoffCap,
 		registrationGrace: DefaultRegistrationGrace,
@@ -106,11 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Its external instances' remote resources go with it (their finalizers hold
 			// the Exporters until then).
 			again, ferr := r.finalizeOrphans(ctx, req.Namespace, req.Name)
-			r.expectations.forget(req.String())
-			r.metrics.forget(req.Namespace, req.Name)
-			r.memory.forget(req.String())
-			r.failureMemory.forget(req.String())
-			r.pruned.forget(req.String())
+			r.forget(req.NamespacedName)
 			if again && ferr == nil {
 				return ctrl.Result{RequeueAfter: r.retryInterval}, nil
 			}
@@ -159,6 +156,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: p.requeue.get()}, nil
 }
 
+// forget drops everything of a deleted set: its record in memory (every memo, so every
+// store: expectations, failures, pruned status, start-ups, the metrics' bookkeeping and
+// the rest) and its metric series.
+func (r *Reconciler) forget(set types.NamespacedName) {
+	r.memory.forget(set.String())
+	r.metrics.forgetSeries(set.Namespace, set.Name)
+}
+
 // resyncInterval is how often a quiet set is looked at anyway: what is not watched (the CA
 // ConfigMap) reaches it within this time.
 const resyncInterval = 5 * time.Minute
@@ -193,9 +198,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	res.health = r.diagnose(p, obs, res.external.states)
 	res.counts = ComputeStatus(obs.Instances, res.health.problems)
-	r.metrics.observeStatus(set.Namespace, set.Name, res.counts, obs.Instances, res.health.problems, p.now)
+	ms := r.metricsOf(keyOf(set))
+	r.metrics.observeStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
 	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
-	r.metrics.observeSLO(set.Namespace, set.Name, sloInput{now: p.now, instances: obs.Instances, problems: res.health.problems, leases: obs.Leases,
+	r.metrics.observeSLO(set.Namespace, set.Name, ms, sloInput{now: p.now, instances: obs.Instances, problems: res.health.problems, leases: obs.Leases,
 		waiting: obs.WaitingLeases, binding: p.binding(), hash: p.hash})
 	if reqErr != nil {
 		return res, false, reqErr

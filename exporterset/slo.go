@@ -101,8 +101,8 @@ type sloInput struct {
 	hash      string
 }
 
-// observeSLO records the SLO metrics of one pass.
-func (m *metrics) observeSLO(ns, name string, in sloInput) {
+// observeSLO records the SLO metrics of one pass; set is the set's bookkeeping (metricsOf).
+func (m *metrics) observeSLO(ns, name string, set *setMetrics, in sloInput) {
 	if m == nil {
 		return
 	}
@@ -116,15 +116,12 @@ func (m *metrics) observeSLO(ns, name string, in sloInput) {
 		m.slo.outdated.WithLabelValues(ns, name).Set(float64(n))
 	}
 
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	key := ns + "/" + name
-	mem, first := m.sloSets[key], false
-	if mem == nil {
-		mem, first = newSLOMemory(), true
-		m.sloSets[key] = mem
+	first := set.slo == nil
+	if first {
+		set.slo = newSLOMemory()
 		m.initSeries(ns, name)
 	}
+	mem := set.slo
 	m.observeAssignments(ns, name, mem, in)
 	m.observeAvailability(ns, name, mem, first, in)
 }
@@ -275,7 +272,7 @@ func (m *metrics) observeConditions(ns, name string, conds []metav1.Condition) {
 	}
 }
 
-// forgetSLO drops a deleted set's SLO series and memory; the caller holds m.mu.
+// forgetSLO drops a deleted set's SLO series.
 func (m *metrics) forgetSLO(ns, name string) {
 	sel := prometheus.Labels{"namespace": ns, "exporterset": name}
 	m.slo.leaseWait.DeletePartialMatch(sel)
@@ -284,5 +281,4 @@ func (m *metrics) forgetSLO(ns, name string) {
 	m.slo.timeAvailable.DeletePartialMatch(sel)
 	m.slo.outdated.DeletePartialMatch(sel)
 	m.slo.condition.DeletePartialMatch(sel)
-	delete(m.sloSets, ns+"/"+name)
 }

@@ -85,8 +85,9 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	m.start = epoch.Add(time.Second) // a and z (created at epoch) predate the controller
+	set := &setMetrics{}
 	pass := func(at time.Duration, instances []*Instance, leases []*jumpstarterv1alpha1.Lease, waiting ...*jumpstarterv1alpha1.Lease) {
-		m.observeSLO("ns", "pool", sloInput{now: epoch.Add(at), instances: instances, leases: leases, waiting: waiting,
+		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: instances, leases: leases, waiting: waiting,
 			binding: vtv1alpha1.BindingImmediate, hash: "h2"})
 	}
 	old := lease("old", -10*time.Second) // assigned before the controller started
@@ -133,13 +134,13 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 
 	// Memory goes with what it is about: the instances and leases of the last pass.
 	pass(70*time.Second, nil, nil)
-	mem := m.sloSets["ns/pool"]
+	mem := set.slo
 	if n := len(mem.availableSince) + len(mem.untimed) + len(mem.timed) + len(mem.pendingSeen) + len(mem.assigned); n != 0 {
 		t.Errorf("%d SLO memory entries left after everything went, want 0: %+v", n, mem)
 	}
-	m.forget("ns", "pool")
-	if _, ok := m.sloSets["ns/pool"]; ok || metricSample(t, reg, "exporterset_lease_wait_seconds", nil) != nil {
-		t.Error("forget left the set's SLO memory or series behind")
+	m.forgetSeries("ns", "pool")
+	if metricSample(t, reg, "exporterset_lease_wait_seconds", nil) != nil {
+		t.Error("forget left the set's SLO series behind")
 	}
 }
 
@@ -159,8 +160,9 @@ func TestTimeToAvailableUnderWaitForFirstConsumer(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 		return in
 	}
+	set := &setMetrics{}
 	pass := func(at time.Duration, in *Instance) {
-		m.observeSLO("ns", "pool", sloInput{now: epoch.Add(at), instances: []*Instance{in}, binding: vtv1alpha1.BindingWaitForFirstConsumer})
+		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: []*Instance{in}, binding: vtv1alpha1.BindingWaitForFirstConsumer})
 	}
 	pass(10*time.Second, instance("a"))                       // idle: no Pod, nothing to time
 	pass(20*time.Second, withPod("1", 18*time.Second, false)) // a lease waits: a Pod starts
