@@ -15,8 +15,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testenv"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/testenv"
 	"github.com/exporterset/exporterset/internal/testproc"
 )
 
@@ -211,22 +211,7 @@ func TestDefaultInstallLeavesUpstreamsPoolAlone(t *testing.T) {
 			fmt.Sprintf("holder %q, status written by ours %v", holder, status)
 	})
 	t.Logf("ours took the pool over %s after upstream's stopped", time.Since(stopped).Round(100*time.Millisecond))
-	testproc.WaitFor(t, 60*time.Second, "upstream's idle instance replaced by ours, the leased one kept", func() (bool, string) {
-		st := poolStatus(t, ns)
-		var foreign []string
-		for _, e := range ownedBy(t, ns) {
-			if e.Labels["virtualtarget.jumpstarter.dev/exporterset"] == "" {
-				foreign = append(foreign, e.Name)
-			}
-		}
-		return len(foreign) == 1 && foreign[0] == leased && st.Replicas == 2 && st.AvailableReplicas == 1 && st.LeasedReplicas == 1,
-			fmt.Sprintf("upstream's %v; %+v", foreign, st)
-	})
-	leasedPodKept(t, &leasedPod)
-	var e jumpstarterv1alpha1.Exporter
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
-		t.Fatalf("the leased instance was disabled or deleted: %v", err)
-	}
+	takenOverKeepingLease(t, ns, leased, &leasedPod)
 	if forbidden.MatchString(ours.Output()) {
 		t.Fatalf("forbidden in our log:\n%s", testproc.Tail(ours.Output(), 40))
 	}

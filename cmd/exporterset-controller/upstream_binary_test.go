@@ -159,22 +159,7 @@ func TestTakesOverFromUpstreamBinary(t *testing.T) {
 	testproc.WaitFor(t, 40*time.Second, "ours to take the lock once it expires", func() (bool, string) {
 		return strings.Contains(ours.Output(), acquired), ""
 	})
-	testproc.WaitFor(t, 60*time.Second, "upstream's idle instance replaced by ours", func() (bool, string) {
-		st := poolStatus(t, ns)
-		var foreign []string
-		for _, e := range ownedBy(t, ns) {
-			if e.Labels["virtualtarget.jumpstarter.dev/exporterset"] == "" {
-				foreign = append(foreign, e.Name)
-			}
-		}
-		return len(foreign) == 1 && foreign[0] == leased && st.Replicas == 2 && st.AvailableReplicas == 1 && st.LeasedReplicas == 1,
-			fmt.Sprintf("upstream's %v; %+v", foreign, st)
-	})
-	leasedPodKept(t, &leasedPod)
-	var e jumpstarterv1alpha1.Exporter
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
-		t.Fatalf("the leased instance was disabled or deleted: %v", err)
-	}
+	takenOverKeepingLease(t, ns, leased, &leasedPod)
 	for _, e := range ownedBy(t, ns) {
 		if n := podsOf(t, ns, e.UID); n != 1 {
 			t.Errorf("instance %s has %d pods", e.Name, n)
@@ -220,6 +205,28 @@ func holdLease(t *testing.T, ns, buffer string) (*jumpstarterv1alpha1.Lease, str
 }
 
 // leasedPodKept fails the test when the leased instance's Pod was replaced or is deleting.
+// takenOverKeepingLease waits until ours has replaced upstream's idle instance of the pool
+// in ns, and checks that upstream's leased instance and its Pod were kept as they were.
+func takenOverKeepingLease(t *testing.T, ns, leased string, leasedPod *corev1.Pod) {
+	t.Helper()
+	testproc.WaitFor(t, 60*time.Second, "upstream's idle instance replaced by ours, the leased one kept", func() (bool, string) {
+		st := poolStatus(t, ns)
+		var foreign []string
+		for _, e := range ownedBy(t, ns) {
+			if e.Labels["virtualtarget.jumpstarter.dev/exporterset"] == "" {
+				foreign = append(foreign, e.Name)
+			}
+		}
+		return len(foreign) == 1 && foreign[0] == leased && st.Replicas == 2 && st.AvailableReplicas == 1 && st.LeasedReplicas == 1,
+			fmt.Sprintf("upstream's %v; %+v", foreign, st)
+	})
+	leasedPodKept(t, leasedPod)
+	var e jumpstarterv1alpha1.Exporter
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: leased}, &e); err != nil || !e.IsEnabled() || e.DeletionTimestamp != nil {
+		t.Fatalf("the leased instance was disabled or deleted: %v", err)
+	}
+}
+
 func leasedPodKept(t *testing.T, leasedPod *corev1.Pod) {
 	t.Helper()
 	var pod corev1.Pod
