@@ -83,6 +83,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
 	errs = append(errs, err)
+	res.version = d.version
 	if r.memory.putResult(key, e.UID, res) {
 		r.poke(ctx, r.setPokes, &set) // its conditions change
 	}

@@ -103,16 +103,36 @@ func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *setIntents, li
 		if !in.Credentialed() {
 			continue // its credential's arrival is an Exporter event of its own
 		}
-		k := pokeKey{version: d.version, intent: d.instances[in.Exporter.UID]}
+		it := d.instances[in.Exporter.UID]
+		if in.HasPod() {
+			it.start = false // a start decided for an instance that has its Pod asks nothing
+		}
+		k := pokeKey{version: d.version, intent: it}
 		if in.Credential != nil {
 			k.credential = in.Credential.ResourceVersion
 		}
-		if last, ok := r.memory.poked.forInstance(key, in.Exporter.UID); ok && last == k {
+		last, seen := r.memory.poked.forInstance(key, in.Exporter.UID)
+		if seen && last == k {
 			continue
 		}
 		r.memory.poked.putInstance(key, in.Exporter.UID, k)
+		// First seen by a pass, or only its credential came into the cache (the label the
+		// instance reconciler wrote): no poke when that reconciler has built it with these
+		// very decisions already. Each poke of a pool in a scale-up queued a reconcile that
+		// found nothing to do in front of the instances that had.
+		fresh := !seen || last.credential == "" && last.version == k.version && last.intent == k.intent
+		if fresh && r.builtWith(key, in, it, d.version) {
+			continue
+		}
 		r.poke(ctx, r.instancePokes, in.Exporter)
 	}
+}
+
+// builtWith reports whether the instance reconciler last built in with the decisions of
+// version, and in shows it built: its config Secret, and its Pod unless none is wanted.
+func (r *Reconciler) builtWith(set string, in *Instance, it intent, version string) bool {
+	res, ok := r.memory.results.forInstance(set, in.Exporter.UID)
+	return ok && res.version == version && in.ConfigSecret != nil && !it.restart && (in.HasPod() || !it.start)
 }
 
 // withdraw forgets a set's decisions, and what its instances were poked with: until a pass

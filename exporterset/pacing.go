@@ -27,10 +27,14 @@ const windowGrowth = 2
 const beginTimeout = 2 * time.Second
 
 // createRoom is how many more instances the window lets a set begin now, given its
-// instances and the creates the cache does not show yet (expected, all in flight). wake is
+// instances and the creates the cache does not show yet (expected, all in flight). limit
+// (createParallelism) bounds the instances begun and not yet finished however large the
+// window: past it, more creates only queue in front of the writes that finish the instances
+// already begun (unbounded, at 0 -> 500 each instance took 3-5x longer from create to
+// available, and the first instance was later; bench-scale 2026-12-04, docs/benchmarks.md). wake is
 // when an unfinished instance's place lapses (0 for none): the room grows then even without
 // an event.
-func createRoom(instances []*Instance, expected int32, now time.Time) (room int32, wake time.Duration) {
+func createRoom(instances []*Instance, expected int32, now time.Time, limit int32) (room int32, wake time.Duration) {
 	var finished, begun int32
 	for _, in := range instances {
 		if in.Deleting() || in.Retiring() {
@@ -51,6 +55,6 @@ func createRoom(instances []*Instance, expected int32, now time.Time) (room int3
 			wake = left
 		}
 	}
-	window := initialWindow + windowGrowth*finished
+	window := min(initialWindow+windowGrowth*finished, max(1, limit))
 	return max(0, window-begun-expected), wake
 }

@@ -74,6 +74,7 @@ type configureResult struct {
 	waitingCred bool   // the Jumpstarter controller has not issued its credential yet
 	credMissing string // its credential Secret is missing or has no token
 	podErr      error  // its drivers or Pod are invalid, or its Pod could not be created
+	version     string // the version of the set's decisions it was built with (intents.go)
 }
 
 // actResult is what act did and met.

@@ -222,7 +222,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
 	plan := PlanScale(in)
-	if room, wake := createRoom(obs.Instances, expected, p.now); plan.Create+plan.CreateAfterRemove > room {
+	if room, wake := createRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
 		// pacing.go: the instances begun are finished first
 		plan.Create = min(plan.Create, room)
 		plan.CreateAfterRemove = min(plan.CreateAfterRemove, room-plan.Create)
