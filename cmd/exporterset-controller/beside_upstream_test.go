@@ -10,6 +10,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,44 +90,31 @@ func localArgs(args []string, kubeconfig string) []string {
 func ourWrites(t *testing.T, ns string) []string {
 	t.Helper()
 	var out []string
-	check := func(kind string, objs []client.Object) {
-		for _, o := range objs {
+	for _, k := range []struct {
+		kind string
+		list client.ObjectList
+	}{
+		{"ExporterSet", &vtv1alpha1.ExporterSetList{}},
+		{"Exporter", &jumpstarterv1alpha1.ExporterList{}},
+		{"Pod", &corev1.PodList{}},
+		{"Secret", &corev1.SecretList{}},
+	} {
+		if err := env.Client.List(ctx, k.list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		items, err := apimeta.ExtractList(k.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range items {
+			o := item.(client.Object)
 			for _, m := range o.GetManagedFields() {
 				if ourWrite(m.Manager) {
-					out = append(out, fmt.Sprintf("%s %s (%s %s)", kind, o.GetName(), m.Operation, m.Subresource))
+					out = append(out, fmt.Sprintf("%s %s (%s %s)", k.kind, o.GetName(), m.Operation, m.Subresource))
 				}
 			}
 		}
 	}
-	var sets vtv1alpha1.ExporterSetList
-	var exps jumpstarterv1alpha1.ExporterList
-	var pods corev1.PodList
-	var secrets corev1.SecretList
-	for _, l := range []client.ObjectList{&sets, &exps, &pods, &secrets} {
-		if err := env.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var objs []client.Object
-	for i := range sets.Items {
-		objs = append(objs, &sets.Items[i])
-	}
-	check("ExporterSet", objs)
-	objs = nil
-	for i := range exps.Items {
-		objs = append(objs, &exps.Items[i])
-	}
-	check("Exporter", objs)
-	objs = nil
-	for i := range pods.Items {
-		objs = append(objs, &pods.Items[i])
-	}
-	check("Pod", objs)
-	objs = nil
-	for i := range secrets.Items {
-		objs = append(objs, &secrets.Items[i])
-	}
-	check("Secret", objs)
 	return out
 }
 
