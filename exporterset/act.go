@@ -14,6 +14,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -26,7 +27,7 @@ import (
 // what diagnosis and the external observation found. It goes on after a failed
 // step where the steps are independent, and returns every error, so one bad instance does not
 // stall the pool. seq is the next instance sequence number.
-func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *Plan, seq int64, holdUntil time.Time, problems Problems, ext externalStates) (actResult, error) {
+func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *pool.Plan, seq int64, holdUntil time.Time, problems pool.Problems, ext externalStates) (actResult, error) {
 	var errs []error
 	res := actResult{seq: seq}
 	done := map[string]bool{} // instances this pass retires or removes: not configured or started
@@ -118,10 +119,10 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *P
 
 // liveInstances are the instances a pass builds on: not removed or retired by it, not being
 // deleted or retiring, not foreign (adopt.go: left as it is until retired).
-func liveInstances(obs *observation, done map[string]bool) []*Instance {
-	var live []*Instance
+func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
+	var live []*pool.Instance
 	for _, in := range obs.Instances {
-		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.foreign() {
+		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.Foreign() {
 			live = append(live, in)
 		}
 	}
@@ -131,7 +132,7 @@ func liveInstances(obs *observation, done map[string]bool) []*Instance {
 // configured is what building each live instance last met, in instance order: waiting for
 // its credential, or what the instance reconciler reported (an external instance's invalid
 // target first).
-func (r *Reconciler) configured(p *pass, live []*Instance, external []error) []configureResult {
+func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error) []configureResult {
 	out := make([]configureResult, len(live))
 	for i, in := range live {
 		switch {
@@ -149,7 +150,7 @@ func (r *Reconciler) configured(p *pass, live []*Instance, external []error) []c
 // ensureExternalAll creates (or finds) the external targets of the live instances
 // concurrently, at most createParallelism at once; invalid[i] is what a person must look at
 // for live[i].
-func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*Instance, states externalStates) (invalid []error, err error) {
+func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*pool.Instance, states externalStates) (invalid []error, err error) {
 	invalid = make([]error, len(live))
 	errs := make([]error, len(live))
 	sem := make(chan struct{}, r.createParallelism)
@@ -170,7 +171,7 @@ func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *pro
 // those confirmed gone. Each removal is a re-read, a Lease list and a delete; one after
 // another, a pass recycling the nine instances a lease storm had used took over two seconds
 // before it created a single replacement.
-func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*Instance) (gone int32, err error) {
+func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*pool.Instance) (gone int32, err error) {
 	errs := make([]error, len(ins))
 	var n atomic.Int32
 	sem := make(chan struct{}, r.createParallelism)

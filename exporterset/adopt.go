@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // Pools that upstream Jumpstarter's exporter-set controller built are taken over as they
@@ -27,10 +28,6 @@ import (
 // Pods instead of trying to create a second one.
 const upstreamLabelSet = "exporterset.jumpstarter.dev/name"
 
-// foreign reports an instance that another controller (upstream's) created: it has none of
-// our labels.
-func (i *Instance) foreign() bool { return i.Exporter.Labels[LabelSet] == "" }
-
 // setOwnerOf is the name of the ExporterSet controlling o, if any.
 func setOwnerOf(o client.Object) string {
 	ref := metav1.GetControllerOf(o)
@@ -43,10 +40,10 @@ func setOwnerOf(o client.Object) string {
 // observeForeign attaches their Pods to the set's foreign instances, read through the
 // uncached reader by upstream's label: those Pods are not in the cache.
 func (r *Reconciler) observeForeign(ctx context.Context, set *vtv1alpha1.ExporterSet, obs *observation) error {
-	byUID := map[types.UID]*Instance{}
-	for _, list := range [][]*Instance{obs.Instances, obs.Strays} {
+	byUID := map[types.UID]*pool.Instance{}
+	for _, list := range [][]*pool.Instance{obs.Instances, obs.Strays} {
 		for _, in := range list {
-			if in.foreign() {
+			if in.Foreign() {
 				byUID[in.Exporter.UID] = in
 			}
 		}
@@ -64,7 +61,7 @@ func (r *Reconciler) observeForeign(ctx context.Context, set *vtv1alpha1.Exporte
 		if ref == nil || ref.Kind != "Exporter" {
 			continue
 		}
-		if in := byUID[ref.UID]; in != nil && p.Labels[LabelSet] == "" {
+		if in := byUID[ref.UID]; in != nil && p.Labels[pool.LabelSet] == "" {
 			in.Pods = append(in.Pods, p)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // Upstream's layout of a pool, as its controller writes it (jumpstarter-dev/jumpstarter at
@@ -188,7 +189,7 @@ func TestAdoptsUpstreamPool(t *testing.T) {
 		if leaseOver {
 			return
 		}
-		_, retiring := e.Annotations[exporterset.AnnotationRetiring]
+		_, retiring := e.Annotations[pool.AnnotationRetiring]
 		if ev.Type == watch.Deleted || e.DeletionTimestamp != nil || !e.IsEnabled() || retiring {
 			touched = append(touched, fmt.Sprintf("exporter %s: %s deleting=%v enabled=%v retiring=%v", e.Name, ev.Type, e.DeletionTimestamp != nil, e.IsEnabled(), retiring))
 		}
@@ -237,7 +238,7 @@ func TestAdoptsUpstreamPool(t *testing.T) {
 		t.Fatalf("first status write: %s; want replicas=3 ready=2 leased=1 available=1 podsRunning=2", summary(first))
 	}
 
-	ours := func(e *jumpstarterv1alpha1.Exporter) bool { return e.Labels[exporterset.LabelSet] == "pool" }
+	ours := func(e *jumpstarterv1alpha1.Exporter) bool { return e.Labels[pool.LabelSet] == "pool" }
 	owned := func() []jumpstarterv1alpha1.Exporter {
 		var list jumpstarterv1alpha1.ExporterList
 		if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns)); err != nil {

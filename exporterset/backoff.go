@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // Failure backoff defaults: the first replacement after a failure waits 2s, each further
@@ -17,25 +18,25 @@ const (
 	DefaultFailureBackoffCap  = 5 * time.Minute
 )
 
-// backoffState is what a pass needs to know of a set's failure backoff.
-type backoffState struct {
+// Backoff is what a pass needs to know of a set's failure backoff.
+type Backoff struct {
 	// Failures counts consecutive failures; 0 when none (no backoff).
 	Failures int
 	// Until is when new instances and Pods may be started again; zero when not backing off.
 	Until time.Time
 	// Last is the most recent counted failure and its instance, for the message.
-	Last     *Problem
+	Last     *pool.Problem
 	LastName string
 	// New are the problems first seen this pass (for the failures metric).
-	New []*Problem
+	New []*pool.Problem
 }
 
 // active reports whether the set must wait at now.
-func (b backoffState) active(now time.Time) bool { return b.Failures > 0 && now.Before(b.Until) }
+func (b Backoff) active(now time.Time) bool { return b.Failures > 0 && now.Before(b.Until) }
 
 // message says why the set waits and until when, or, once the delay has passed, that it is
 // trying again with no instance ready since.
-func (b backoffState) message(now time.Time) string {
+func (b Backoff) message(now time.Time) string {
 	msg := fmt.Sprintf("%d consecutive instance failures; next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
 	if !b.active(now) {
 		msg = fmt.Sprintf("%d consecutive instance failures; trying again since %s, and no instance has become ready since the first", b.Failures, b.Until.UTC().Format(time.RFC3339))
@@ -47,7 +48,7 @@ func (b backoffState) message(now time.Time) string {
 }
 
 // suffix is the backoff note added to a failure message, "" when not backing off.
-func (b backoffState) suffix(now time.Time) string {
+func (b Backoff) suffix(now time.Time) string {
 	if !b.active(now) {
 		return ""
 	}
@@ -69,7 +70,7 @@ type setFailures struct {
 	version     string // the set's and class's versions: a change resets the count
 	consecutive int
 	lastAt      time.Time
-	last        *Problem
+	last        *pool.Problem
 	lastName    string
 }
 
@@ -83,12 +84,12 @@ type instanceFailures struct {
 // observe updates a set's memory from its instances (their Problems already diagnosed) and
 // returns the backoff state. version identifies the set's and class's specs: a person who
 // fixes an image must not wait out the cap. An instance newly ready also resets the count.
-func (m failureMemory) observe(key, version string, now time.Time, instances []*Instance, problems Problems, base, limit time.Duration) backoffState {
+func (m failureMemory) observe(key, version string, now time.Time, instances []*pool.Instance, problems pool.Problems, base, limit time.Duration) Backoff {
 	s := m.sets.setOrPut(key, func() *setFailures { return &setFailures{} })
 	if s.version != version {
 		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
 	}
-	var out backoffState
+	var out Backoff
 	for _, in := range instances {
 		uid := in.Exporter.UID
 		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
@@ -120,7 +121,7 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 	}
 	out.Failures, out.Last, out.LastName = s.consecutive, s.last, s.lastName
 	if s.consecutive > 0 {
-		out.Until = s.lastAt.Add(backoffDelay(s.consecutive, base, limit))
+		out.Until = s.lastAt.Add(BackoffDelay(s.consecutive, base, limit))
 	}
 	return out
 }
@@ -128,15 +129,15 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 // failureKey identifies one failure of an instance: its current Pod, so that an InPlaceReuse
 // instance whose fresh Pods keep failing counts each time (and backs off), while one Pod's
 // crash loop counts once.
-func failureKey(in *Instance) types.UID {
+func failureKey(in *pool.Instance) types.UID {
 	if pod := currentPod(in); pod != nil {
 		return in.Exporter.UID + "/" + pod.UID
 	}
 	return in.Exporter.UID
 }
 
-// backoffDelay is base * 2^(n-1), capped at limit.
-func backoffDelay(n int, base, limit time.Duration) time.Duration {
+// BackoffDelay is base * 2^(n-1), capped at limit.
+func BackoffDelay(n int, base, limit time.Duration) time.Duration {
 	d := base
 	for i := 1; i < n && d < limit; i++ {
 		d *= 2

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // conditions derives the four conditions from a pass's results. It is pure: set gives
@@ -86,7 +87,7 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 
 // scalingLimitedCondition says whether maxReplicas holds the pool back. Without a plan
 // (a blocked set) it says nothing (ok=false): what it said before stays.
-func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl *Plan) (metav1.Condition, bool) {
+func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl *pool.Plan) (metav1.Condition, bool) {
 	switch {
 	case pl == nil:
 		return metav1.Condition{}, false
@@ -159,7 +160,7 @@ func durationOf(d *metav1.Duration) (out time.Duration) {
 }
 
 // bookingSuffix adds what the set prepares for bookings (bookings.go) to a message.
-func bookingSuffix(pl *Plan) string {
+func bookingSuffix(pl *pool.Plan) string {
 	if pl.BookingNote == "" {
 		return ""
 	}

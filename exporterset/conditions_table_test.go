@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // condWant is one expected condition: its status, reason and a part of its message.
@@ -33,10 +34,10 @@ func checkCond(t *testing.T, c metav1.Condition, want condWant) {
 // first: blocked, CA, credentials, failed creates, Pod errors, failures, backoff, failed Pods.
 func TestDegradedCondition(t *testing.T) {
 	T, F := metav1.ConditionTrue, metav1.ConditionFalse
-	failingPool := []*Instance{instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))}
+	failingPool := []*pool.Instance{instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))}
 	cases := []struct {
 		name      string
-		instances []*Instance
+		instances []*pool.Instance
 		edit      func(*condInput)
 		want      condWant
 	}{
@@ -60,12 +61,12 @@ func TestDegradedCondition(t *testing.T) {
 		}, want: condWant{T, vtv1alpha1.ReasonProvisionerError, "starting pods: forbidden by policy"}},
 		{name: "failing instances", instances: failingPool, want: condWant{T, vtv1alpha1.ReasonImagePullFailed, "1 of 1 instances cannot pull an image"}},
 		{name: "backing off, nothing failing now", edit: func(p *condInput) {
-			p.res.health.backoff = backoffState{Failures: 2, Until: p.now.Add(time.Minute)}
+			p.res.health.backoff = Backoff{Failures: 2, Until: p.now.Add(time.Minute)}
 		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "next attempt at"}},
 		{name: "retrying after the backoff, no instance ready since", edit: func(p *condInput) {
-			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
+			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "3 consecutive instance failures; trying again since"}},
-		{name: "failed Pods being replaced", instances: []*Instance{instance("a", pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
+		{name: "failed Pods being replaced", instances: []*pool.Instance{instance("a", pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func TestProgressingCondition(t *testing.T) {
 	T, F := metav1.ConditionTrue, metav1.ConditionFalse
 	cases := []struct {
 		name      string
-		instances []*Instance
+		instances []*pool.Instance
 		edit      func(*condInput)
 		want      condWant
 	}{
@@ -93,18 +94,18 @@ func TestProgressingCondition(t *testing.T) {
 		}, want: condWant{F, vtv1alpha1.ReasonInvalidParameters, "blocked: parameters.arch: bad"}},
 		{name: "backing off", edit: func(p *condInput) {
 			p.res.plan.BackingOff = true
-			p.res.health.backoff = backoffState{Failures: 1, Until: p.now.Add(2 * time.Second)}
+			p.res.health.backoff = Backoff{Failures: 1, Until: p.now.Add(2 * time.Second)}
 		}, want: condWant{F, vtv1alpha1.ReasonBackingOff, ""}},
 		{name: "rolling", edit: func(p *condInput) { p.res.plan.Outdated, p.res.plan.Create = 2, 1 },
 			want: condWant{T, vtv1alpha1.ReasonRollingInstances, "2 idle instances of an older spec left"}},
 		{name: "creating", edit: func(p *condInput) { p.res.plan.Create, p.res.plan.Wanted = 3, 5 },
 			want: condWant{T, vtv1alpha1.ReasonCreatingInstances, "creating 3 instances (want 5)"}},
-		{name: "retiring", edit: func(p *condInput) { p.res.plan.Retire = []*Instance{instance("a")} },
+		{name: "retiring", edit: func(p *condInput) { p.res.plan.Retire = []*pool.Instance{instance("a")} },
 			want: condWant{T, vtv1alpha1.ReasonRetiringInstances, "retiring 1, removing 0"}},
 		{name: "waiting for credentials", edit: func(p *condInput) {
 			p.res.act.configured = []configureResult{{waitingCred: true}, {}, {waitingCred: true}}
 		}, want: condWant{T, vtv1alpha1.ReasonWaitingForCredentials, "2 instances wait"}},
-		{name: "instances not ready", instances: []*Instance{instance("a", pod("Pending"))},
+		{name: "instances not ready", instances: []*pool.Instance{instance("a", pod("Pending"))},
 			want: condWant{T, vtv1alpha1.ReasonWaitingForInstances, "1 instances are not ready yet"}},
 		{name: "cooling down", edit: func(p *condInput) {
 			since := p.now
@@ -131,12 +132,12 @@ func TestScalingLimitedCondition(t *testing.T) {
 	if _, ok := scalingLimitedCondition(cond, p.set.Spec, nil); ok {
 		t.Error("a blocked pass (no plan) must leave ScalingLimited as it was")
 	}
-	c, ok := scalingLimitedCondition(cond, p.set.Spec, &Plan{Wanted: 6, Limited: true})
+	c, ok := scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 6, Limited: true})
 	if !ok {
 		t.Fatal("no condition with a plan")
 	}
 	checkCond(t, c, condWant{metav1.ConditionTrue, vtv1alpha1.ReasonAtMaxReplicas, "wants 6 instances, maxReplicas is 4"})
-	c, _ = scalingLimitedCondition(cond, p.set.Spec, &Plan{Wanted: 3})
+	c, _ = scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 3})
 	checkCond(t, c, condWant{metav1.ConditionFalse, vtv1alpha1.ReasonWithinLimits, "wants 3 instances"})
 	// conditions leaves it out entirely without a plan.
 	p.res.plan = nil

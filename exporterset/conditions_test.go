@@ -1,14 +1,17 @@
 package exporterset
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // condInput is what conditions is computed from, as reconcile leaves it before writing
@@ -25,18 +28,18 @@ func (c *condInput) conditions() []metav1.Condition {
 	return conditions(c.set, c.binding, c.now, c.res)
 }
 
-func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*Instance) *condInput {
+func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*pool.Instance) *condInput {
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3}}
 	set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = minR, minAvail
 	return &condInput{set: set, binding: binding, now: epoch.Add(time.Hour), res: passResult{
-		counts: ComputeStatus(instances, problemsOf(instances)),
+		counts: pool.ComputeStatus(instances, problemsOf(instances)),
 		health: health{failures: summarizeFailures(instances, problemsOf(instances)), problems: problemsOf(instances)},
-		plan:   &Plan{},
+		plan:   &pool.Plan{},
 	}}
 }
 
 func problem(reason vtv1alpha1.ConditionReason) trait {
-	return withProblem(&Problem{Reason: reason, Message: "kubelet says " + string(reason)})
+	return withProblem(&pool.Problem{Reason: reason, Message: "kubelet says " + string(reason)})
 }
 
 // TestAvailableTruthTable: Available is True only when the set is not blocked, the warm
@@ -75,10 +78,10 @@ func TestAvailableTruthTable(t *testing.T) {
 		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, instance("a", ready, leased("l1")), instance("b", ready, leased("l2"))),
 			want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
-			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(time.Minute)}
+			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(time.Minute)}
 		}, wantReason: vtv1alpha1.ReasonBackingOff},
 		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
-			p.res.health.backoff = backoffState{Failures: 3, Until: p.now.Add(-time.Second)}
+			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *condInput) {
 			p.res.act.configured = []configureResult{{credMissing: "credential Secret x-token of x not found"}}
@@ -116,7 +119,7 @@ func TestAvailableTruthTable(t *testing.T) {
 // count, and the backoff's next attempt; failures rank below a blocker.
 func TestDegradedFailures(t *testing.T) {
 	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
-	p.res.health.backoff = backoffState{Failures: 2, Until: p.now.Add(4 * time.Second)}
+	p.res.health.backoff = Backoff{Failures: 2, Until: p.now.Add(4 * time.Second)}
 	c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded)
 	if c.Status != metav1.ConditionTrue || c.Reason != string(vtv1alpha1.ReasonImagePullFailed) {
 		t.Fatalf("Degraded=%s %s, want True ImagePullFailed", c.Status, c.Reason)
@@ -132,7 +135,7 @@ func TestDegradedFailures(t *testing.T) {
 	}
 	// No failing instance left (replaced), but still backing off: said as such.
 	p = conditionPass(0, 1, vtv1alpha1.BindingImmediate)
-	p.res.health.backoff = backoffState{Failures: 4, Until: p.now.Add(time.Minute), Last: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
+	p.res.health.backoff = Backoff{Failures: 4, Until: p.now.Add(time.Minute), Last: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
 	p.res.plan.BackingOff = true
 	conds := p.conditions()
 	for _, typ := range []string{vtv1alpha1.ConditionDegraded, vtv1alpha1.ConditionProgressing} {
@@ -140,5 +143,26 @@ func TestDegradedFailures(t *testing.T) {
 		if c.Reason != string(vtv1alpha1.ReasonBackingOff) || !strings.Contains(c.Message, "instance x: TargetCrashing: exit code 1") {
 			t.Errorf("%s: %s %q", typ, c.Reason, c.Message)
 		}
+	}
+}
+
+// ScalingLimited carries the plan's note on bookings, naming those the ceiling leaves waiting.
+func TestScalingLimitedNamesWaitingBookings(t *testing.T) {
+	now := epoch.Add(time.Hour)
+	in := pool.PlanInput{MaxReplicas: 2, Cooldown: 5 * time.Minute, Recycle: vtv1alpha1.RecycleExitAndReplace,
+		Binding: vtv1alpha1.BindingImmediate, SpecHash: "h1", Now: now, LeadTime: time.Minute}
+	for i, d := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {
+		in.Bookings = append(in.Bookings, pool.Booking{Name: fmt.Sprint("b", i+1), Begin: now.Add(d)})
+	}
+	pl := pool.PlanScale(in)
+	p := conditionPass(0, 0, vtv1alpha1.BindingImmediate)
+	p.set.Spec.MaxReplicas = ptr.To[int32](2)
+	c, ok := scalingLimitedCondition(condOf(p.set.Generation), p.set.Spec, &pl)
+	if !ok {
+		t.Fatal("no condition with a plan")
+	}
+	checkCond(t, c, condWant{metav1.ConditionTrue, vtv1alpha1.ReasonAtMaxReplicas, "maxReplicas leaves b3 waiting"})
+	if !strings.Contains(c.Message, "wants 3 instances, maxReplicas is 2: 1 lease begins at ") {
+		t.Errorf("message %q", c.Message)
 	}
 }

@@ -9,21 +9,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
-
-// Problem is a known failure of one instance, read from its Pod's status (written by the
-// kubelet and the scheduler) and its Exporter's (written by Jumpstarter).
-type Problem struct {
-	// Reason is one of the instance failure reasons (vtv1alpha1.ReasonImagePullFailed, ...).
-	Reason vtv1alpha1.ConditionReason
-	// Container and Image name what failed, when a container did.
-	Container, Image string
-	// Message quotes the kubelet's or scheduler's own message where there is one.
-	Message string
-	// Replace is true when waiting will not help: an unleased instance is replaced (a leased
-	// one only when its lease ends).
-	Replace bool
-}
 
 // DefaultStartupDeadline is a class's startupDeadline when it sets none.
 const DefaultStartupDeadline = 10 * time.Minute
@@ -47,7 +34,7 @@ var (
 
 // diagnose returns the instance's problem, or nil. It is pure. Instances on their way out
 // (being deleted or retired) have none: they no longer count.
-func (d diagnosis) diagnose(in *Instance) *Problem {
+func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
 	if in.Deleting() || in.Retiring() {
 		return nil
 	}
@@ -58,12 +45,12 @@ func (d diagnosis) diagnose(in *Instance) *Problem {
 	pr := podProblem(pod, d.now)
 	if pr == nil && pod.Status.Phase == corev1.PodRunning && !in.Ready() {
 		if since := runningSince(pod); !since.IsZero() && d.now.Sub(since) >= d.registrationGrace {
-			pr = &Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: notRegisteringMessage(in.Exporter, d.now.Sub(since))}
+			pr = &pool.Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: notRegisteringMessage(in.Exporter, d.now.Sub(since))}
 		}
 	}
 	if !in.Ready() && d.startupDeadline > 0 && d.now.Sub(pod.CreationTimestamp.Time) >= d.startupDeadline {
 		if pr == nil {
-			pr = &Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: fmt.Sprintf("Pod %s is %s and its exporter is not ready", pod.Name, podPhase(pod))}
+			pr = &pool.Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: fmt.Sprintf("Pod %s is %s and its exporter is not ready", pod.Name, podPhase(pod))}
 		}
 		pr.Replace = true
 		pr.Message += fmt.Sprintf(" (not ready %s after its Pod was created; startupDeadline %s)", d.now.Sub(pod.CreationTimestamp.Time).Round(time.Second), d.startupDeadline)
@@ -73,7 +60,7 @@ func (d diagnosis) diagnose(in *Instance) *Problem {
 
 // recheckIn is when the instance's diagnosis changes by time alone (the registration grace
 // or the startup deadline runs out); 0 when it does not. Nothing else wakes the set then.
-func (d diagnosis) recheckIn(in *Instance) time.Duration {
+func (d diagnosis) recheckIn(in *pool.Instance) time.Duration {
 	pod := currentPod(in)
 	if pod == nil || in.Ready() || in.Deleting() || in.Retiring() {
 		return 0
@@ -94,7 +81,7 @@ func (d diagnosis) recheckIn(in *Instance) time.Duration {
 }
 
 // currentPod is the Pod the instance runs on: the newest one not being deleted.
-func currentPod(in *Instance) *corev1.Pod {
+func currentPod(in *pool.Instance) *corev1.Pod {
 	var cur *corev1.Pod
 	for _, p := range in.Pods {
 		if p.DeletionTimestamp != nil {
@@ -109,24 +96,24 @@ func currentPod(in *Instance) *corev1.Pod {
 
 // podProblem reads a failure from Pod status alone, most decisive first: a terminal or lost
 // Pod, then scheduling, then the containers.
-func podProblem(pod *corev1.Pod, now time.Time) *Problem {
+func podProblem(pod *corev1.Pod, now time.Time) *pool.Problem {
 	switch pod.Status.Phase {
 	case corev1.PodFailed:
 		if pod.Status.Reason == "Evicted" {
-			return &Problem{Reason: vtv1alpha1.ReasonEvicted, Message: orDefault(pod.Status.Message, "the kubelet evicted the Pod"), Replace: true}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonEvicted, Message: orDefault(pod.Status.Message, "the kubelet evicted the Pod"), Replace: true}
 		}
 		if pr := terminatedProblem(pod); pr != nil {
 			return pr
 		}
-		return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: orDefault(pod.Status.Message, "the Pod failed"), Replace: true}
+		return &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: orDefault(pod.Status.Message, "the Pod failed"), Replace: true}
 	case corev1.PodSucceeded:
 		return nil // the exporter exited after its lease: recycling, not a failure
 	case corev1.PodUnknown:
-		return &Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: orDefault(pod.Status.Message, fmt.Sprintf("node %q stopped reporting the Pod's state", pod.Spec.NodeName)), Replace: true}
+		return &pool.Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: orDefault(pod.Status.Message, fmt.Sprintf("node %q stopped reporting the Pod's state", pod.Spec.NodeName)), Replace: true}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: c.Message}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: c.Message}
 		}
 	}
 	for _, cs := range containerStatuses(pod) {
@@ -135,33 +122,33 @@ func podProblem(pod *corev1.Pod, now time.Time) *Problem {
 		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
 			// Under restartPolicy Never a failed container stays so while the others run:
 			// the Pod is Running, its target dead.
-			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(cs.State.Terminated), Replace: true}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(cs.State.Terminated), Replace: true}
 		case w == nil && recentCrash(cs, now):
 			// Between two crashes a crash-looping container runs for a moment: it is no
 			// healthier than during its back-off.
-			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs),
+			return &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs),
 				Message: fmt.Sprintf("restarted %d times; last exit: %s", cs.RestartCount, terminationText(cs.LastTerminationState.Terminated)), Replace: true}
 		case w == nil:
 		case pullFailures[w.Reason]:
-			return &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
 		case w.Reason == "CrashLoopBackOff":
 			msg := fmt.Sprintf("CrashLoopBackOff after %d restarts", cs.RestartCount)
 			if t := cs.LastTerminationState.Terminated; t != nil {
 				msg += "; last exit: " + terminationText(t)
 			}
-			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: msg + ": " + w.Message, Replace: true}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: msg + ": " + w.Message, Replace: true}
 		case createFailures[w.Reason]:
-			return &Problem{Reason: vtv1alpha1.ReasonContainerCreateFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonContainerCreateFailed, Container: cs.Name, Image: imageOf(pod, cs), Message: w.Reason + ": " + w.Message}
 		}
 	}
 	return nil
 }
 
 // terminatedProblem names the container whose non-zero exit failed the Pod.
-func terminatedProblem(pod *corev1.Pod) *Problem {
+func terminatedProblem(pod *corev1.Pod) *pool.Problem {
 	for _, cs := range containerStatuses(pod) {
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			return &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(t), Replace: true}
+			return &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: cs.Name, Image: imageOf(pod, cs), Message: "terminated: " + terminationText(t), Replace: true}
 		}
 	}
 	return nil
@@ -274,7 +261,7 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 		}
 		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
 	}
-	problems := Problems{}
+	problems := pool.Problems{}
 	for _, in := range obs.Instances {
 		pr := d.diagnose(in)
 		if pr == nil {

@@ -6,18 +6,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // podStatus gives the instance a Pod created at epoch with this status and the QEMU layout's
 // container names and images.
 func podStatus(st corev1.PodStatus) trait {
-	return func(in *Instance) {
+	return func(in *pool.Instance) {
 		in.Pods = append(in.Pods, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: in.Name(), Namespace: "ns", CreationTimestamp: metav1.NewTime(epoch)},
 			Spec: corev1.PodSpec{
@@ -44,9 +44,9 @@ func TestDiagnose(t *testing.T) {
 	schedMsg := "0/1 nodes are available: 1 Insufficient devices.kubevirt.io/kvm. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 	cases := []struct {
 		name string
-		in   *Instance
+		in   *pool.Instance
 		at   time.Duration // added to d.now
-		want *Problem
+		want *pool.Problem
 	}{
 		{name: "no pod yet", in: instance("a"), want: nil},
 		{name: "ready", in: instance("a", online, registered, podStatus(corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})), want: nil},
@@ -54,14 +54,14 @@ func TestDiagnose(t *testing.T) {
 			name: "image pull back-off on the runtime sidecar",
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending,
 				InitContainerStatuses: []corev1.ContainerStatus{waiting("target-runtime", "ImagePullBackOff", `Back-off pulling image "example.com/runtime:1": ErrImagePull: `+pullMsg, 0)}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:1",
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:1",
 				Message: `ImagePullBackOff: Back-off pulling image "example.com/runtime:1": ErrImagePull: ` + pullMsg},
 		},
 		{
 			name: "unschedulable",
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: schedMsg}}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: schedMsg},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonUnschedulable, Message: schedMsg},
 		},
 		{
 			name: "sidecar crash loop: replaced even though the exporter registered",
@@ -72,7 +72,7 @@ func TestDiagnose(t *testing.T) {
 					return cs
 				}()},
 				ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
 				Message: "CrashLoopBackOff after 3 restarts; last exit: exit code 137 (OOMKilled): back-off 20s restarting failed container", Replace: true},
 		},
 		{
@@ -85,7 +85,7 @@ func TestDiagnose(t *testing.T) {
 					return cs
 				}()},
 				ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 0)}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "target-runtime", Image: "example.com/runtime:1",
 				Message: "restarted 2 times; last exit: exit code 1 (Error)", Replace: true},
 		},
 		{
@@ -105,7 +105,7 @@ func TestDiagnose(t *testing.T) {
 			name: "exporter terminated with an error: Pod Failed",
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "exporter", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "boom"}}}}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1", Message: "terminated: exit code 1 (Error): boom", Replace: true},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1", Message: "terminated: exit code 1 (Error): boom", Replace: true},
 		},
 		{
 			// A real kubelet quotes the termination log as written: with its newline, and
@@ -114,18 +114,18 @@ func TestDiagnose(t *testing.T) {
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
 				{Name: "exporter", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 					Message: "exporter config /etc/jumpstarter/exporters/config.yaml: tls.ca holds no PEM certificate\n\n  retrying\n"}}}}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1",
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Image: "example.com/exporter:1",
 				Message: "terminated: exit code 1 (Error): exporter config /etc/jumpstarter/exporters/config.yaml: tls.ca holds no PEM certificate; retrying", Replace: true},
 		},
 		{
 			name: "evicted",
 			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})),
-			want: &Problem{Reason: vtv1alpha1.ReasonEvicted, Message: "The node was low on resource: memory.", Replace: true},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonEvicted, Message: "The node was low on resource: memory.", Replace: true},
 		},
 		{
 			name: "node lost",
 			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodUnknown})),
-			want: &Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: `node "node-1" stopped reporting the Pod's state`, Replace: true},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonNodeLost, Message: `node "node-1" stopped reporting the Pod's state`, Replace: true},
 		},
 		{
 			name: "exit after a lease is recycling, not a failure",
@@ -139,22 +139,22 @@ func TestDiagnose(t *testing.T) {
 		},
 		{
 			name: "running, not registered, past the grace",
-			in: instance("a", func(in *Instance) { in.Exporter.Status.Endpoint = "grpc.example:443" },
+			in: instance("a", func(in *pool.Instance) { in.Exporter.Status.Endpoint = "grpc.example:443" },
 				podStatus(corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{runningAt("exporter", 30*time.Second)}})),
-			want: &Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: `the Pod has run for 1m30s but the exporter has not registered with the Jumpstarter controller at "grpc.example:443"`},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonNotRegistering, Message: `the Pod has run for 1m30s but the exporter has not registered with the Jumpstarter controller at "grpc.example:443"`},
 		},
 		{
 			name: "pending past the startup deadline",
 			in:   instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending})),
 			at:   10 * time.Minute,
-			want: &Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: "Pod a is Pending and its exporter is not ready (not ready 12m0s after its Pod was created; startupDeadline 10m0s)", Replace: true},
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonStartupDeadlineExceeded, Message: "Pod a is Pending and its exporter is not ready (not ready 12m0s after its Pod was created; startupDeadline 10m0s)", Replace: true},
 		},
 		{
 			name: "a pull failure past the deadline keeps its reason and is replaced",
 			in: instance("a", podStatus(corev1.PodStatus{Phase: corev1.PodPending,
 				ContainerStatuses: []corev1.ContainerStatus{waiting("exporter", "ErrImagePull", "not found", 0)}})),
 			at: 10 * time.Minute,
-			want: &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "exporter", Image: "example.com/exporter:1",
+			want: &pool.Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "exporter", Image: "example.com/exporter:1",
 				Message: "ErrImagePull: not found (not ready 12m0s after its Pod was created; startupDeadline 10m0s)", Replace: true},
 		},
 		{
@@ -175,17 +175,17 @@ func TestDiagnose(t *testing.T) {
 }
 
 func TestSummarizeFailures(t *testing.T) {
-	pull := &Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:bad", Message: "ErrImagePull: not found"}
-	crash := &Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Message: "terminated: exit code 1"}
-	pool := []*Instance{
+	pull := &pool.Problem{Reason: vtv1alpha1.ReasonImagePullFailed, Container: "target-runtime", Image: "example.com/runtime:bad", Message: "ErrImagePull: not found"}
+	crash := &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Container: "exporter", Message: "terminated: exit code 1"}
+	instances := []*pool.Instance{
 		instance("a", withProblem(pull)), instance("b", withProblem(pull)), instance("c", withProblem(crash)), instance("d", ready),
 	}
-	s := summarizeFailures(pool, problemsOf(pool))
+	s := summarizeFailures(instances, problemsOf(instances))
 	want := `2 of 4 instances cannot pull an image; e.g. instance a, container target-runtime, image "example.com/runtime:bad": ErrImagePull: not found (also: 1 TargetCrashing)`
 	if s.Reason != vtv1alpha1.ReasonImagePullFailed || s.Failing != 3 || s.Serving != 1 || s.message() != want {
 		t.Errorf("summary %+v\nmessage %q\nwant    %q", s, s.message(), want)
 	}
-	if s := summarizeFailures([]*Instance{instance("a", ready)}, nil); s.Reason != "" || s.message() != "" || s.Serving != 1 {
+	if s := summarizeFailures([]*pool.Instance{instance("a", ready)}, nil); s.Reason != "" || s.message() != "" || s.Serving != 1 {
 		t.Errorf("healthy pool summarized as %+v", s)
 	}
 }
@@ -194,16 +194,16 @@ func TestFailureBackoff(t *testing.T) {
 	mem := newMemory()
 	m := failureMemory{mem.failures, mem.instFailures}
 	base, limit := 2*time.Second, 20*time.Second
-	crashing := func(name string) *Instance {
-		return instance(name, withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
+	crashing := func(name string) *pool.Instance {
+		return instance(name, withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
 	}
 	now := epoch
 	// Each new failing instance doubles the wait; the same instance seen again does not count.
-	var b backoffState
+	var b Backoff
 	for i, want := range []time.Duration{2, 4, 8, 16, 20, 20} {
 		name := string(rune('a' + i))
-		b = observeFixtures(m, "ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
-		b = observeFixtures(m, "ns/s", "v1", now, []*Instance{crashing(name)}, base, limit)
+		b = observeFixtures(m, "ns/s", "v1", now, []*pool.Instance{crashing(name)}, base, limit)
+		b = observeFixtures(m, "ns/s", "v1", now, []*pool.Instance{crashing(name)}, base, limit)
 		if got := b.Until.Sub(now); got != want*time.Second || b.Failures != i+1 {
 			t.Fatalf("failure %d: waits %s with %d failures, want %s", i+1, got, b.Failures, want*time.Second)
 		}
@@ -219,21 +219,21 @@ func TestFailureBackoff(t *testing.T) {
 		t.Errorf("after a spec change: %+v", b)
 	}
 	// So does an instance becoming ready.
-	observeFixtures(m, "ns/s", "v2", now, []*Instance{crashing("x")}, base, limit)
-	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
+	observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{crashing("x")}, base, limit)
+	if b = observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{instance("y", ready)}, base, limit); b.Failures != 0 {
 		t.Errorf("after an instance became ready: %+v", b)
 	}
 	// A failed instance on its way out (retiring: not diagnosed, still registered) is no
 	// proof that the spec works.
-	observeFixtures(m, "ns/s", "v2", now, []*Instance{crashing("r")}, base, limit)
-	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("r", ready, retiring)}, base, limit); b.Failures != 1 {
+	observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{crashing("r")}, base, limit)
+	if b = observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{instance("r", ready, retiring)}, base, limit); b.Failures != 1 {
 		t.Errorf("a retiring failed instance reset the backoff: %+v", b)
 	}
-	observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("q", ready)}, base, limit)
+	observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{instance("q", ready)}, base, limit)
 	// An instance that was ready and then fails (evicted after serving) is no start failure.
-	observeFixtures(m, "ns/s", "v2", now, []*Instance{instance("z", ready)}, base, limit)
-	evicted := instance("z", withProblem(&Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true}))
-	if b = observeFixtures(m, "ns/s", "v2", now, []*Instance{evicted}, base, limit); b.Failures != 0 {
+	observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{instance("z", ready)}, base, limit)
+	evicted := instance("z", withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonEvicted, Replace: true}))
+	if b = observeFixtures(m, "ns/s", "v2", now, []*pool.Instance{evicted}, base, limit); b.Failures != 0 {
 		t.Errorf("an eviction after ready counted as a failure: %+v", b)
 	}
 	if len(b.New) != 1 || b.New[0].Reason != vtv1alpha1.ReasonEvicted {
@@ -244,7 +244,7 @@ func TestFailureBackoff(t *testing.T) {
 	for i, podUID := range []string{"p1", "p1", "p2", "p3"} {
 		in := crashing("ipr")
 		in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "ipr", UID: types.UID(podUID)}}}
-		b = observeFixtures(m, "ns/s", "v3", now, []*Instance{in}, base, limit)
+		b = observeFixtures(m, "ns/s", "v3", now, []*pool.Instance{in}, base, limit)
 		if want := []int{1, 1, 2, 3}[i]; b.Failures != want {
 			t.Fatalf("pod %s: %d failures, want %d", podUID, b.Failures, want)
 		}
@@ -261,67 +261,5 @@ func TestFailureBackoff(t *testing.T) {
 	mem.forget("ns/s")
 	if mem.failures.holds("ns/s") {
 		t.Error("forget kept the set's failure count")
-	}
-}
-
-func TestPlanFailures(t *testing.T) {
-	failing := func(replace bool) trait {
-		return withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: replace})
-	}
-	now := epoch.Add(time.Hour)
-	cases := []struct {
-		name string
-		in   PlanInput
-		want planSummary
-	}{
-		{
-			name: "a crash-looping idle instance is retired and replaced",
-			in:   input(0, 4, 1, instance("a", ready, failing(true))),
-			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"a"}},
-		},
-		{
-			name: "a crash-looping leased instance is kept: never break a lease",
-			in:   input(0, 4, 0, instance("a", ready, leased("l"), failing(true))),
-			want: planSummary{Wanted: 1},
-		},
-		{
-			name: "a problem that waiting may fix (pull back-off) keeps the instance",
-			in:   input(0, 4, 1, instance("a", pod(corev1.PodPending), failing(false))),
-			want: planSummary{Wanted: 1},
-		},
-		{
-			name: "InPlaceReuse restarts a crash-looping idle instance's Pod instead of retiring it",
-			in: func() PlanInput {
-				in := input(0, 4, 1, instance("a", ready, failing(true)))
-				in.Recycle = vtv1alpha1.RecycleInPlaceReuse
-				return in
-			}(),
-			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
-		},
-		{
-			name: "backing off holds creates and Pod starts, and says when to look again",
-			in: func() PlanInput {
-				in := input(0, 4, 2, instance("a"), instance("b", ready, failing(true)))
-				in.BackoffUntil = now.Add(8 * time.Second)
-				return in
-			}(),
-			want: planSummary{Wanted: 2, Retire: []string{"b"}, RequeueAfter: 8 * time.Second},
-		},
-		{
-			name: "a backoff in the past holds nothing",
-			in: func() PlanInput {
-				in := input(0, 4, 1)
-				in.BackoffUntil = now.Add(-time.Second)
-				return in
-			}(),
-			want: planSummary{Wanted: 1, Create: 1},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, summarize(PlanScale(tc.in)), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("plan (-want +got):\n%s", diff)
-			}
-		})
 	}
 }

@@ -3,6 +3,8 @@ package exporterset
 import (
 	"sync"
 	"time"
+
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // expectationTimeout bounds how long an unobserved create or retirement is trusted; after it
@@ -58,7 +60,7 @@ func (e expectations) reconcile(key string, now time.Time, obs *observation) int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := map[string]*Instance{}
+	seen := map[string]*pool.Instance{}
 	for _, in := range obs.Instances {
 		seen[in.Name()] = in
 	}
@@ -85,7 +87,7 @@ func (e expectations) reconcile(key string, now time.Time, obs *observation) int
 		if e.Annotations == nil {
 			e.Annotations = map[string]string{}
 		}
-		e.Annotations[AnnotationRetiring] = at.UTC().Format(time.RFC3339)
+		e.Annotations[pool.AnnotationRetiring] = at.UTC().Format(time.RFC3339)
 		disabled := false
 		e.Spec.Enabled = &disabled
 		in.Exporter = e

@@ -15,6 +15,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -68,7 +69,7 @@ type externalResult struct {
 type externalStates map[types.UID]*provisioner.ExternalState
 
 // of is in's state, nil when unknown (or in lives in its Pod).
-func (s externalStates) of(in *Instance) *provisioner.ExternalState { return s[in.Exporter.UID] }
+func (s externalStates) of(in *pool.Instance) *provisioner.ExternalState { return s[in.Exporter.UID] }
 
 // externalRequest is p.req with the class's credentials, for the ExternalProvisioner
 // methods and Cleanup. The credentials Secret is read uncached (Secrets not labelled for a
@@ -186,7 +187,7 @@ const AnnotationExternalRecorded = "virtualtarget.jumpstarter.dev/external-creat
 // ensureExternal creates the instance's external resources when it has none (first, the
 // finalizer and class annotation; then CreateExternal; then its annotations). invalid is a
 // refusal a person must look at; err is transient.
-func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *Instance, st *provisioner.ExternalState) (invalid, err error) {
+func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *pool.Instance, st *provisioner.ExternalState) (invalid, err error) {
 	e := in.Exporter
 	if st != nil && st.Phase != provisioner.ExternalGone {
 		return nil, nil
@@ -230,7 +231,7 @@ func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
 
 // externalProblem is the Problem an instance's external state st shows: a failed target is
 // replaced like a crashing Pod's.
-func externalProblem(in *Instance, st *provisioner.ExternalState) *Problem {
+func externalProblem(in *pool.Instance, st *provisioner.ExternalState) *pool.Problem {
 	if st == nil || st.Phase != provisioner.ExternalFailed || in.Deleting() || in.Retiring() {
 		return nil
 	}
@@ -238,7 +239,7 @@ func externalProblem(in *Instance, st *provisioner.ExternalState) *Problem {
 	if st.Reason != "" {
 		msg = st.Reason + ": " + msg
 	}
-	return &Problem{Reason: vtv1alpha1.ReasonExternalTargetFailed, Message: msg, Replace: true}
+	return &pool.Problem{Reason: vtv1alpha1.ReasonExternalTargetFailed, Message: msg, Replace: true}
 }
 
 // externalReady reports whether an instance whose external state is st may start its Pod:

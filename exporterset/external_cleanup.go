@@ -15,6 +15,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -103,7 +104,7 @@ func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisione
 // the finalizer).
 func (r *Reconciler) finalizeOrphans(ctx context.Context, namespace, set string) (requeue bool, err error) {
 	var list jumpstarterv1alpha1.ExporterList
-	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelSet: set}); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{pool.LabelSet: set}); err != nil {
 		return false, err
 	}
 	var errs []error

@@ -22,6 +22,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/testenv"
@@ -189,7 +190,7 @@ func (w *world) getSet(name string) *vtv1alpha1.ExporterSet {
 func (w *world) exporters(set string) []jumpstarterv1alpha1.Exporter {
 	w.t.Helper()
 	var list jumpstarterv1alpha1.ExporterList
-	if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: set}); err != nil {
+	if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set}); err != nil {
 		w.t.Fatal(err)
 	}
 	return list.Items

@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // instanceReconciler builds one instance, keyed by its Exporter: it labels the instance's
@@ -31,9 +32,9 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.client.Get(ctx, req.NamespacedName, &e); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	in := &Instance{Exporter: &e}
+	in := &pool.Instance{Exporter: &e}
 	setName := setOwnerOf(&e)
-	if setName == "" || in.foreign() || in.Deleting() || in.Retiring() || !in.Credentialed() {
+	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || !in.Credentialed() {
 		return reconcile.Result{}, nil // a retiring instance keeps what it has until removed
 	}
 	var set vtv1alpha1.ExporterSet
@@ -92,10 +93,10 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 
 // observeInstance reads the instance's Pods, config Secret and (once labelled) credential
 // Secret from the cache.
-func (r *Reconciler) observeInstance(ctx context.Context, in *Instance) error {
+func (r *Reconciler) observeInstance(ctx context.Context, in *pool.Instance) error {
 	e := in.Exporter
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingFields{setIndex: e.Labels[LabelSet]}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingFields{setIndex: e.Labels[pool.LabelSet]}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range pods.Items {

@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // Leases that wait (a matching exporter exists but all are leased) raise the target by their
@@ -44,7 +44,7 @@ func TestWaitForFirstConsumer(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	var pods corev1.PodList
-	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(pods.Items) != 0 {
@@ -56,7 +56,7 @@ func TestWaitForFirstConsumer(t *testing.T) {
 	// other instance stayed without a Pod.
 	w.waitStatus("pool", 10*time.Second, "the consumer's pod running", func(s vtv1alpha1.ExporterSetStatus) bool { return s.PodsRunning == 1 })
 	time.Sleep(time.Second)
-	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
 		t.Fatal(err)
 	}
 	if st := w.getSet("pool").Status; len(pods.Items) != 1 || st.PodsRunning+st.PodsPending != 1 {
@@ -79,7 +79,7 @@ func TestReclaimRetainKeepsRetiredInstance(t *testing.T) {
 	if e == nil || e.DeletionTimestamp != nil {
 		t.Fatalf("retained exporter %s was deleted", name)
 	}
-	if e.IsEnabled() || e.Labels[exporterset.LabelRetainedFrom] != "pool" || len(e.OwnerReferences) != 0 {
+	if e.IsEnabled() || e.Labels[pool.LabelRetainedFrom] != "pool" || len(e.OwnerReferences) != 0 {
 		t.Fatalf("retained exporter not disabled and released: enabled=%v labels=%v owners=%v", e.IsEnabled(), e.Labels, e.OwnerReferences)
 	}
 	var pod corev1.Pod

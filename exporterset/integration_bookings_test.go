@@ -15,6 +15,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 )
 
@@ -179,7 +180,7 @@ func TestBookingsStartPodsJustInTime(t *testing.T) {
 	booked := time.Now()
 	podsSince := func() int {
 		var pods corev1.PodList
-		if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+		if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
 			t.Fatal(err)
 		}
 		n := 0

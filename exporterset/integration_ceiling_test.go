@@ -11,7 +11,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // ceilingWatch counts a set's Exporters from a watch of the API server: each one from its
@@ -36,7 +36,7 @@ func (w *world) watchCeiling(set string, ceiling int) *ceilingWatch {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	wi, err := wc.Watch(w.ctx, &jumpstarterv1alpha1.ExporterList{}, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: set})
+	wi, err := wc.Watch(w.ctx, &jumpstarterv1alpha1.ExporterList{}, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set})
 	if err != nil {
 		w.t.Fatal(err)
 	}

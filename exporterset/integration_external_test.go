@@ -10,6 +10,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
 )
 
@@ -35,7 +36,7 @@ func TestRemoteOutageEndsWithinThePollInterval(t *testing.T) {
 	})
 	// Watch events during the outage, each a pass that meets the unreachable remote end.
 	var pods corev1.PodList
-	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "ext"}); err != nil || len(pods.Items) == 0 {
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "ext"}); err != nil || len(pods.Items) == 0 {
 		t.Fatalf("listing the set's Pods: %v (%d)", err, len(pods.Items))
 	}
 	for i := range 30 {

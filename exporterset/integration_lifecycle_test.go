@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // A template change rolls idle instances to the new spec; the leased one keeps serving its
@@ -26,7 +26,7 @@ func TestTemplateChangeRollsIdleOnly(t *testing.T) {
 
 	oldHash := map[string]string{}
 	for _, e := range w.exporters("pool") {
-		oldHash[e.Name] = e.Labels[exporterset.LabelSpecHash]
+		oldHash[e.Name] = e.Labels[pool.LabelSpecHash]
 	}
 	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
 
@@ -44,7 +44,7 @@ func TestTemplateChangeRollsIdleOnly(t *testing.T) {
 	})
 	// The leased instance was not touched.
 	var e = getExporter(t, w, busy)
-	if e == nil || !e.IsEnabled() || e.Status.LeaseRef == nil || e.Labels[exporterset.LabelSpecHash] != oldHash[busy] {
+	if e == nil || !e.IsEnabled() || e.Status.LeaseRef == nil || e.Labels[pool.LabelSpecHash] != oldHash[busy] {
 		t.Fatalf("leased instance %s was disturbed: %+v", busy, e)
 	}
 	w.release(l)

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 )
 
@@ -84,7 +84,7 @@ func (s *availabilitySampler) finish() (lowest int32, samples int) {
 // rolled reports whether every instance of the set carries the set's current spec hash.
 func (w *world) rolled(set string, hashBefore string) bool {
 	for _, e := range w.exporters(set) {
-		if e.Labels[exporterset.LabelSpecHash] == hashBefore {
+		if e.Labels[pool.LabelSpecHash] == hashBefore {
 			return false
 		}
 	}
@@ -97,7 +97,7 @@ func (w *world) specHash(set string) string {
 	if len(ex) == 0 {
 		w.t.Fatal("no instances")
 	}
-	return ex[0].Labels[exporterset.LabelSpecHash]
+	return ex[0].Labels[pool.LabelSpecHash]
 }
 
 // A template change rolls the pool by surge: sampled every 100 ms, availableReplicas never

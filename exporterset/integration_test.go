@@ -14,6 +14,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func condition(st vtv1alpha1.ExporterSetStatus, typ string) *string {
@@ -38,7 +39,7 @@ func TestScaleFromZeroToMinReplicas(t *testing.T) {
 	}
 	// Every instance is a labelled, owned Exporter with a config Secret and a running Pod.
 	for _, e := range w.exporters("pool") {
-		if e.Labels["board"] != "pool" || e.Labels[exporterset.LabelSpecHash] == "" {
+		if e.Labels["board"] != "pool" || e.Labels[pool.LabelSpecHash] == "" {
 			t.Errorf("%s labels %v", e.Name, e.Labels)
 		}
 		var cfg corev1.Secret

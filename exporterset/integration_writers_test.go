@@ -12,6 +12,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // One writer per object: through a scale-up, InPlaceReuse Pod restarts, leases and a
@@ -51,7 +52,7 @@ func TestOneWriterPerObject(t *testing.T) {
 	var pods corev1.PodList
 	var secrets corev1.SecretList
 	for _, l := range []client.ObjectList{&pods, &secrets} {
-		if err := w.c.List(w.ctx, l, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: "pool"}); err != nil {
+		if err := w.c.List(w.ctx, l, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -53,7 +54,7 @@ type intent struct {
 func (s *setIntents) backingOff(now time.Time) bool { return now.Before(s.backoffUntil) }
 
 // intentsOf are the decisions of a pass for the live instances it saw.
-func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte, problems Problems, ext externalStates) *setIntents {
+func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, problems pool.Problems, ext externalStates) *setIntents {
 	external := externalOf(p.prov) != nil
 	// The instance reconciler reads the request while the pass goes on to write the set's
 	// status, which decodes the answer into p.set: the request gets a set of its own.
@@ -77,7 +78,7 @@ func intentsOf(p *pass, plan *Plan, backoffUntil time.Time, caPEM []byte, proble
 	for _, in := range plan.RestartPods {
 		it := d.instances[in.Exporter.UID]
 		it.restart = true
-		if problems.replaces(in) && !in.Leased() {
+		if problems.Replaces(in) && !in.Leased() {
 			if pod := currentPod(in); pod != nil {
 				it.broken = pod.UID
 			}
@@ -97,7 +98,7 @@ type pokeKey struct {
 
 // pokeChanged pokes each live, credentialed instance whose inputs changed since it was
 // last poked (d is published already).
-func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *setIntents, live []*Instance) {
+func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *setIntents, live []*pool.Instance) {
 	key := keyOf(p.set)
 	for _, in := range live {
 		if !in.Credentialed() {
@@ -130,7 +131,7 @@ func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *setIntents, li
 
 // builtWith reports whether the instance reconciler last built in with the decisions of
 // version, and in shows it built: its config Secret, and its Pod unless none is wanted.
-func (r *Reconciler) builtWith(set string, in *Instance, it intent, version string) bool {
+func (r *Reconciler) builtWith(set string, in *pool.Instance, it intent, version string) bool {
 	res, ok := r.memory.results.forInstance(set, in.Exporter.UID)
 	return ok && res.version == version && in.ConfigSecret != nil && !it.restart && (in.HasPod() || !it.start)
 }

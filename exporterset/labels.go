@@ -1,23 +1,5 @@
 package exporterset
 
-// Labels and annotations the reconciler puts on the objects it creates. The prefix is ours,
-// not jumpstarter.dev/, which the exporter rewrites when it registers.
-const (
-	// LabelSet names the owning ExporterSet on its Exporters, Pods and Secrets (and on the
-	// Jumpstarter credential Secrets it reads), so the caches can be restricted to them.
-	LabelSet = "virtualtarget.jumpstarter.dev/exporterset"
-	// LabelSpecHash is the hash of everything an instance was built from; an instance whose
-	// hash differs from the set's is rolled once idle.
-	LabelSpecHash = "virtualtarget.jumpstarter.dev/spec-hash"
-	// LabelRetainedFrom marks an instance a set retired under reclaimPolicy Retain.
-	LabelRetainedFrom = "virtualtarget.jumpstarter.dev/retained-from"
-	// AnnotationRetiring is set (to the RFC 3339 time) on an Exporter the set is retiring:
-	// it was disabled by the set and is deleted once unleased.
-	AnnotationRetiring = "virtualtarget.jumpstarter.dev/retiring"
-	// AnnotationCredential records which credential Secret a config Secret was written from.
-	AnnotationCredential = "virtualtarget.jumpstarter.dev/credential"
-)
-
 // Names of Jumpstarter objects the reconciler reads.
 const (
 	// DefaultCAConfigMap is the namespace's CA ConfigMap used when a class names none.

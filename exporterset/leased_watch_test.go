@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // watchLeasedNeverRetired polls the set's Exporters until stopped and fails the test if the
@@ -33,7 +33,7 @@ func watchLeasedNeverRetired(t *testing.T, w *world, set string) (stop func()) {
 			default:
 			}
 			var list jumpstarterv1alpha1.ExporterList
-			if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{exporterset.LabelSet: set}); err != nil {
+			if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set}); err != nil {
 				continue
 			}
 			now := map[string]jumpstarterv1alpha1.Exporter{}
@@ -48,7 +48,7 @@ func watchLeasedNeverRetired(t *testing.T, w *world, set string) (stop func()) {
 					}
 					continue
 				}
-				if e.Status.LeaseRef != nil && e.Status.LeaseRef.Name == leasedEnabled[name] && e.Annotations[exporterset.AnnotationRetiring] != "" && !e.IsEnabled() {
+				if e.Status.LeaseRef != nil && e.Status.LeaseRef.Name == leasedEnabled[name] && e.Annotations[pool.AnnotationRetiring] != "" && !e.IsEnabled() {
 					t.Errorf("exporter %s holding lease %s was disabled by the set", name, lease)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -22,7 +23,7 @@ import (
 // has issued its credential and endpoint, write (and keep in sync) its config Secret; then,
 // when the plan says so, start its Pod. ca is the CA bundle, nil when it is missing (the
 // pass reports that): no config is written without it.
-func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *Instance, start bool) (res configureResult, err error) {
+func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *pool.Instance, start bool) (res configureResult, err error) {
 	if !in.Credentialed() {
 		res.waitingCred = true
 		return res, nil
@@ -52,7 +53,7 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *Inst
 
 // syncConfigSecret writes the exporter config Secret when missing or different. It returns
 // nil without error when an input a person must provide is missing (said in res).
-func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, in *Instance, res *configureResult) (*corev1.Secret, error) {
+func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, in *pool.Instance, res *configureResult) (*corev1.Secret, error) {
 	e := in.Exporter
 	token, missing, err := r.token(ctx, p, in)
 	if err != nil || token == "" {
@@ -66,7 +67,7 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 	}
 	name := ConfigSecretName(e.Name)
 	if s := in.ConfigSecret; s != nil {
-		if bytes.Equal(s.Data[provisioner.ExporterConfigFile], data) && s.Annotations[AnnotationCredential] == e.Status.Credential.Name {
+		if bytes.Equal(s.Data[provisioner.ExporterConfigFile], data) && s.Annotations[pool.AnnotationCredential] == e.Status.Credential.Name {
 			return s, nil
 		}
 		updated := s.DeepCopy()
@@ -74,7 +75,7 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 		if updated.Annotations == nil {
 			updated.Annotations = map[string]string{}
 		}
-		updated.Annotations[AnnotationCredential] = e.Status.Credential.Name
+		updated.Annotations[pool.AnnotationCredential] = e.Status.Credential.Name
 		if err := r.client.Update(ctx, updated); err != nil {
 			return nil, ignoreConflict(fmt.Errorf("updating config secret %s: %w", name, err))
 		}
@@ -86,8 +87,8 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       e.Namespace,
-			Labels:          map[string]string{LabelSet: p.set.Name},
-			Annotations:     map[string]string{AnnotationCredential: e.Status.Credential.Name},
+			Labels:          map[string]string{pool.LabelSet: p.set.Name},
+			Annotations:     map[string]string{pool.AnnotationCredential: e.Status.Credential.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))},
 		},
 		Type: corev1.SecretTypeOpaque,
@@ -197,12 +198,12 @@ type caEntry struct {
 // which the cache holds and watches it (tokens rotate) and observe finds it with the set's
 // other Secrets. The label is a merge patch, whose answer is the whole Secret: reading and
 // labelling cost one request, not two.
-func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (token, missing string, err error) {
+func (r *Reconciler) token(ctx context.Context, p *pass, in *pool.Instance) (token, missing string, err error) {
 	e := in.Exporter
 	key := client.ObjectKey{Namespace: e.Namespace, Name: e.Status.Credential.Name}
 	s := in.Credential
 	if s == nil {
-		label, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSet: p.set.Name}}})
+		label, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{pool.LabelSet: p.set.Name}}})
 		if err != nil {
 			return "", "", err
 		}
@@ -225,7 +226,7 @@ func (r *Reconciler) token(ctx context.Context, p *pass, in *Instance) (token, m
 // driversVersion names what an instance's enriched drivers depend on: the set's spec hash
 // now and the one the instance was built with.
 func driversVersion(p *pass, e *jumpstarterv1alpha1.Exporter) string {
-	return p.hash + "/" + e.Labels[LabelSpecHash]
+	return p.hash + "/" + e.Labels[pool.LabelSpecHash]
 }
 
 // enrichDrivers asks the provisioner for the instance's drivers, remembering the answer per
@@ -254,7 +255,7 @@ func (r *Reconciler) enrichDrivers(ctx context.Context, p *pass, e *jumpstarterv
 // startPod renders the instance Pod with the provisioner and creates it, owned by the
 // Exporter. Its name is the Exporter's, so a stale cache cannot start a second one. podErr
 // is what a person must look at (an invalid render, a refused Pod).
-func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podErr, err error) {
+func (r *Reconciler) startPod(ctx context.Context, p *pass, in *pool.Instance) (podErr, err error) {
 	e := in.Exporter
 	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
 	if err != nil {
@@ -268,9 +269,9 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *Instance) (podEr
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[LabelSet] = p.set.Name
+	pod.Labels[pool.LabelSet] = p.set.Name
 	pod.Labels[upstreamLabelSet] = p.set.Name // upstream's controller, put back, finds it (adopt.go)
-	pod.Labels[LabelSpecHash] = e.Labels[LabelSpecHash]
+	pod.Labels[pool.LabelSpecHash] = e.Labels[pool.LabelSpecHash]
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(e, jumpstarterv1alpha1.GroupVersion.WithKind("Exporter"))}
 	if err := r.client.Create(ctx, pod); err != nil {
 		if apierrors.IsAlreadyExists(err) {

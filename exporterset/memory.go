@@ -225,7 +225,7 @@ type memory struct {
 
 	credentials *memo[credentialsEntry] // per set: its class's credentials (external provisioners)
 	inventory   *memo[time.Time]        // per set: when its external inventory was last swept
-	startup     *memo[startupLog]       // per set: its measured start-up times (startup.go)
+	startup     *memo[startupMemory]    // per set: its measured start-up times (startup.go)
 
 	expectations *memo[*setExpectations]  // per set: creates and retirements not yet seen (expectations.go)
 	failures     *memo[*setFailures]      // per set: consecutive failures, the backoff (backoff.go)
@@ -241,7 +241,7 @@ func newMemory() *memory {
 	m.poked, m.results = newMemo[pokeKey](&m.clock), newMemo[configureResult](&m.clock)
 	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
 	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
-	m.startup = newMemo[startupLog](&m.clock)
+	m.startup = newMemo[startupMemory](&m.clock)
 	m.expectations, m.failures, m.instFailures = newMemo[*setExpectations](&m.clock), newMemo[*setFailures](&m.clock), newMemo[*instanceFailures](&m.clock)
 	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*setMetrics](&m.clock)
 	return m

@@ -80,7 +80,7 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.podStarted("ns/s", "u", epoch)
 	m.credentials.putSet("ns/s", credentialsEntry{data: map[string][]byte{"kubeconfig": []byte("secret")}})
 	m.inventory.putSet("ns/s", epoch)
-	m.startup.putSet("ns/s", startupLog{})
+	m.startup.putSet("ns/s", startupMemory{})
 	m.expectations.putSet("ns/s", newSetExpectations())
 	m.failures.putSet("ns/s", &setFailures{})
 	m.instFailures.putInstance("ns/s", "u", &instanceFailures{everReady: true})

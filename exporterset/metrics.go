@@ -3,6 +3,7 @@ package exporterset
 import (
 	"time"
 
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -68,7 +69,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 // observeStatus sets the set's gauges and times replacements: mem is the set's bookkeeping
 // (metricsOf).
-func (m *metrics) observeStatus(ns, name string, mem *setMetrics, c Counts, instances []*Instance, problems Problems, now time.Time) {
+func (m *metrics) observeStatus(ns, name string, mem *setMetrics, c pool.Counts, instances []*pool.Instance, problems pool.Problems, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -100,7 +101,7 @@ func (m *metrics) observeStatus(ns, name string, mem *setMetrics, c Counts, inst
 }
 
 // observeFailures counts the problems new this pass and whether the set backs off.
-func (m *metrics) observeFailures(ns, name string, b backoffState, now time.Time) {
+func (m *metrics) observeFailures(ns, name string, b Backoff, now time.Time) {
 	if m == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // observation is what one reconcile sees of a set, read from the cache. Its objects are
@@ -20,17 +21,17 @@ import (
 type observation struct {
 	// Instances are the Exporters controlled by the set and matching its selector, with
 	// their Pods and config Secrets, sorted by name.
-	Instances []*Instance
+	Instances []*pool.Instance
 	// Strays are Exporters the set controls that no longer match its selector (the selector
 	// was edited); they are retired once unleased.
-	Strays []*Instance
+	Strays []*pool.Instance
 	// WaitingLeases are Leases that wait for an exporter and would match the set's instances.
 	WaitingLeases []*jumpstarterv1alpha1.Lease
 	// Leases are the namespace's not-ended Leases (the cache holds no others), for the
 	// lease metrics (slo.go).
 	Leases []*jumpstarterv1alpha1.Lease
 	// Bookings are Leases booked ahead for the set's instances, sorted by begin time.
-	Bookings []Booking
+	Bookings []pool.Booking
 }
 
 // uids are the UIDs of every Exporter the set controls (instances and strays).
@@ -53,7 +54,7 @@ func (o *observation) uids() map[types.UID]bool {
 // writes start from a DeepCopy, and provisioners get copies.
 func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*observation, error) {
 	ns := client.InNamespace(set.Namespace)
-	var mine client.ListOption = client.MatchingLabels{LabelSet: set.Name}
+	var mine client.ListOption = client.MatchingLabels{pool.LabelSet: set.Name}
 	// Without the index every Exporter of the namespace is read: upstream-made instances
 	// carry no label of ours (adopt.go); the owner check below picks the set's.
 	var mineOrOwned client.ListOption = ns
@@ -100,7 +101,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		if ref == nil || ref.UID != set.UID {
 			continue
 		}
-		in := &Instance{Exporter: e, Pods: podsByOwner[e.UID]}
+		in := &pool.Instance{Exporter: e, Pods: podsByOwner[e.UID]}
 		if s := secretsByName[ConfigSecretName(e.Name)]; s != nil && isControlledBy(s, e.UID) {
 			in.ConfigSecret = s
 		}
@@ -113,8 +114,8 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 			obs.Strays = append(obs.Strays, in)
 		}
 	}
-	sortInstances(obs.Instances)
-	sortInstances(obs.Strays)
+	pool.SortInstances(obs.Instances)
+	pool.SortInstances(obs.Strays)
 	if err := r.observeForeign(ctx, set, obs); err != nil {
 		return nil, err
 	}
@@ -125,11 +126,11 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		obs.Leases = append(obs.Leases, l)
 		if waitingFor(l, instanceLabels) {
 			obs.WaitingLeases = append(obs.WaitingLeases, l)
-		} else if b, ok := bookedFor(l, instanceLabels); ok {
+		} else if b, ok := pool.BookedFor(l, instanceLabels); ok {
 			obs.Bookings = append(obs.Bookings, b)
 		}
 	}
-	sortBookings(obs.Bookings)
+	pool.SortBookings(obs.Bookings)
 	return obs, nil
 }
 
@@ -164,9 +165,9 @@ func instanceLabels(set *vtv1alpha1.ExporterSet, specHash string) map[string]str
 	for k, v := range set.Spec.Template.Metadata.Labels {
 		out[k] = v
 	}
-	out[LabelSet] = set.Name
+	out[pool.LabelSet] = set.Name
 	if specHash != "" {
-		out[LabelSpecHash] = specHash
+		out[pool.LabelSpecHash] = specHash
 	}
 	return out
 }

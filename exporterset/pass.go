@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -61,9 +62,9 @@ func blocked(reason vtv1alpha1.ConditionReason, format string, args ...any) *blo
 // health is diagnose's result: each instance's Problem, the pool's diagnosed failures and
 // the set's failure backoff.
 type health struct {
-	problems Problems
+	problems pool.Problems
 	failures failureSummary
-	backoff  backoffState
+	backoff  Backoff
 }
 
 // failing reports whether instances fail or the set backs off after failures.
@@ -116,9 +117,9 @@ func (a actResult) podErr() (err error) {
 // passResult is every step's result: what the status and its conditions are made of.
 type passResult struct {
 	blocked  *blocker
-	counts   Counts
+	counts   pool.Counts
 	health   health
-	plan     *Plan // nil when blocked: nothing was planned
+	plan     *pool.Plan // nil when blocked: nothing was planned
 	act      actResult
 	external externalResult // external provisioners only
 }

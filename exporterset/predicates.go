@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // exporterChanged drops Exporter updates that change nothing the reconciler reads: the
@@ -66,7 +67,7 @@ var createdOrDeleted = predicate.Funcs{
 }
 
 func hasCredential(o client.Object) bool {
-	return o.GetLabels()[LabelSet] != "" && credentialOf(o) != ""
+	return o.GetLabels()[pool.LabelSet] != "" && credentialOf(o) != ""
 }
 
 // credentialOf is the Exporter's credential Secret and endpoint, "" until both are issued.

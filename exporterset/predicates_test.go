@@ -9,12 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The instance reconciler wakes up when a set's Exporter gets its credential or changes in
 // what building it depends on, not on every Exporter write (heartbeats, leases).
 func TestInstanceInputsChangedPredicate(t *testing.T) {
-	bare := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "e", Labels: map[string]string{LabelSet: "pool"}}}
+	bare := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "e", Labels: map[string]string{pool.LabelSet: "pool"}}}
 	issued := bare.DeepCopy()
 	issued.Status.Credential = &corev1.LocalObjectReference{Name: "e-token"}
 	issued.Status.Endpoint = "grpc:443"

@@ -5,9 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // failureOrder ranks failure reasons when as many instances share each: the one a person
@@ -31,7 +30,7 @@ type failureSummary struct {
 	Reason vtv1alpha1.ConditionReason
 	// Example is an instance with that reason, Problem its problem.
 	Example string
-	Problem *Problem
+	Problem *pool.Problem
 	// Count is how many instances fail with Reason, Failing how many fail at all, Total
 	// how many instances the pool has (not counting those being retired or deleted).
 	Count, Failing, Total int
@@ -42,18 +41,10 @@ type failureSummary struct {
 	Serving int
 }
 
-// Problems are what diagnosis found: each failing instance's Problem, by its Exporter's UID.
-// They are passed explicitly to the pure status and plan functions; an Instance itself is
-// read-only after observation.
-type Problems map[types.UID]*Problem
-
-// Of is in's Problem, nil when none is known (also for a nil Problems).
-func (ps Problems) Of(in *Instance) *Problem { return ps[in.Exporter.UID] }
-
 // summarizeFailures groups the instances' problems. It is pure.
-func summarizeFailures(instances []*Instance, problems Problems) failureSummary {
+func summarizeFailures(instances []*pool.Instance, problems pool.Problems) failureSummary {
 	var s failureSummary
-	by := map[vtv1alpha1.ConditionReason][]*Instance{}
+	by := map[vtv1alpha1.ConditionReason][]*pool.Instance{}
 	for _, in := range instances {
 		if in.Deleting() || in.Retiring() {
 			continue // on their way out: not part of the pool any more
@@ -140,10 +131,4 @@ func failureVerb(reason vtv1alpha1.ConditionReason) string {
 	default:
 		return "missed their startup deadline"
 	}
-}
-
-// replaces reports whether in's Problem asks for replacement (waiting will not help).
-func (ps Problems) replaces(in *Instance) bool {
-	p := ps.Of(in)
-	return p != nil && p.Replace
 }

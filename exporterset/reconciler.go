@@ -19,6 +19,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -197,7 +198,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		res.external, reqErr = r.observeExternal(ctx, p, obs)
 	}
 	res.health = r.diagnose(p, obs, res.external.states)
-	res.counts = ComputeStatus(obs.Instances, res.health.problems)
+	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
 	ms := r.metricsOf(keyOf(set))
 	r.metrics.observeStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
 	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
@@ -221,8 +222,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		// The remote end's state is unknown: create and start nothing until it answers.
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
-	plan := PlanScale(in)
-	if room, wake := createRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
+	plan := pool.PlanScale(in)
+	if room, wake := pool.CreateRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
 		// pacing.go: the instances begun are finished first
 		plan.Create = min(plan.Create, room)
 		plan.CreateAfterRemove = min(plan.CreateAfterRemove, room-plan.Create)
@@ -282,9 +283,9 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 }
 
 // planInput is PlanScale's input for a pass.
-func planInput(p *pass, obs *observation, h health, expected int32) PlanInput {
+func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInput {
 	s := p.set.Spec
-	in := PlanInput{
+	in := pool.PlanInput{
 		MinReplicas:          s.MinReplicas,
 		MinAvailableReplicas: s.MinAvailableReplicas,
 		Recycle:              s.RecycleStrategy,

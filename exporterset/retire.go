@@ -16,20 +16,21 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // retire disables an instance so the lease scheduler assigns it no more, then removes it if
 // it is still unleased. The patch carries the resourceVersion the decision was made on: if
 // a lease was assigned meanwhile, the patch conflicts and nothing happens. (The removal
 // itself waits for retireGrace, so it is a later pass's.)
-func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
+func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance) error {
 	e := in.Exporter
-	if e.Annotations[AnnotationRetiring] == "" {
+	if e.Annotations[pool.AnnotationRetiring] == "" {
 		patched := e.DeepCopy()
 		if patched.Annotations == nil {
 			patched.Annotations = map[string]string{}
 		}
-		patched.Annotations[AnnotationRetiring] = p.now.UTC().Format(time.RFC3339)
+		patched.Annotations[pool.AnnotationRetiring] = p.now.UTC().Format(time.RFC3339)
 		patched.Spec.Enabled = ptr.To(false)
 		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
@@ -46,7 +47,7 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *Instance) error {
 		}
 		p.events.add(eventRetiring, e.Name, patched)
 		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
-		in = &Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
+		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
 	_, err := r.remove(ctx, p, in)
 	return err
@@ -75,7 +76,7 @@ const conflictRetry = time.Second
 // (Deleting on the cache's resourceVersion without the re-read was tried: in a lease storm
 // about half the deletes conflicted, the exited exporter's status having moved on, and the
 // conflict and the read after it made removals longer, not shorter.)
-func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) (gone bool, err error) {
+func (r *Reconciler) remove(ctx context.Context, p *pass, in *pool.Instance) (gone bool, err error) {
 	if wait := retireGraceLeft(in.Exporter, p.now); wait > 0 {
 		p.requeueIn(wait)
 		return false, nil
@@ -100,7 +101,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *Instance) (gone bo
 // deleteUnleased deletes (or releases) e, the Exporter of in as of some read, unless it is
 // leased. done is false only when the delete conflicted: e is not the Exporter as it is now.
 // gone is true once e no longer exists as the set's (see remove).
-func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *Instance, e *jumpstarterv1alpha1.Exporter) (done, gone bool, err error) {
+func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Instance, e *jumpstarterv1alpha1.Exporter) (done, gone bool, err error) {
 	log := logf.FromContext(ctx)
 	if !isControlledBy(e, p.set.UID) {
 		return true, true, nil // released from the set already
@@ -181,7 +182,7 @@ func (r *Reconciler) dropCleanedFinalizer(ctx context.Context, e *jumpstarterv1a
 // retireGraceLeft is how long a retiring Exporter must still wait before removal; 0 for
 // one that exited after its lease (not retired) or whose annotation is not a time.
 func retireGraceLeft(e *jumpstarterv1alpha1.Exporter, now time.Time) time.Duration {
-	at, err := time.Parse(time.RFC3339, e.Annotations[AnnotationRetiring])
+	at, err := time.Parse(time.RFC3339, e.Annotations[pool.AnnotationRetiring])
 	if err != nil {
 		return 0
 	}
@@ -215,11 +216,11 @@ func (r *Reconciler) assignedLease(ctx context.Context, e *jumpstarterv1alpha1.E
 func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1alpha1.Exporter) (released bool, err error) {
 	patched := fresh.DeepCopy()
 	patched.Spec.Enabled = ptr.To(false)
-	delete(patched.Labels, LabelSet)
+	delete(patched.Labels, pool.LabelSet)
 	if patched.Labels == nil {
 		patched.Labels = map[string]string{}
 	}
-	patched.Labels[LabelRetainedFrom] = p.set.Name
+	patched.Labels[pool.LabelRetainedFrom] = p.set.Name
 	var refs []metav1.OwnerReference
 	for _, ref := range patched.OwnerReferences {
 		if ref.UID != p.set.UID {
@@ -247,7 +248,7 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 // the pass found that waiting will not help (a crash loop, a lost node), so a fresh Pod
 // starts for the same Exporter: upstream leaves such an instance dead. The instance
 // reconciler calls it, as its set's pass decided (intents.go).
-func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *Instance, broken types.UID) error {
+func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *pool.Instance, broken types.UID) error {
 	for _, pod := range in.Pods {
 		if pod.DeletionTimestamp != nil || (broken == "" || pod.UID != broken) && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
 			continue

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // TestDeletedSetLeavesNothing fills every store of a set's record through the reconciler's
@@ -24,15 +25,15 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 		key := "ns/" + name
 		r.expectations.expectCreated(key, epoch, name+"-new")
 		r.expectations.expectRetiring(key, epoch, name+"-old")
-		crashing := instance(name+"-a", withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
-		observeFixtures(r.failureMemory, key, "v1", epoch, []*Instance{crashing}, time.Second, time.Minute)
+		crashing := instance(name+"-a", withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
+		observeFixtures(r.failureMemory, key, "v1", epoch, []*pool.Instance{crashing}, time.Second, time.Minute)
 		// Upstream's CRD dropped surplusSince and instanceSequence from the write.
 		set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
 		r.pruned.noteWrite(set, vtv1alpha1.ExporterSetStatus{ObservedGeneration: 1, InstanceSequence: 4, SurplusSince: ptr.To(metav1.NewTime(epoch))})
-		r.bookingLead(&pass{set: set, now: epoch, events: &passEvents{}}, &observation{Instances: []*Instance{instance(name + "-b")}})
+		r.bookingLead(&pass{set: set, now: epoch, events: &passEvents{}}, &observation{Instances: []*pool.Instance{instance(name + "-b")}})
 		ms := r.metricsOf(key)
-		r.metrics.observeStatus("ns", name, ms, Counts{Replicas: 1}, []*Instance{instance(name+"-a", ready, leased("l"))}, nil, epoch)
-		r.metrics.observeSLO("ns", name, ms, sloInput{now: epoch, instances: []*Instance{instance(name+"-a", ready)}})
+		r.metrics.observeStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{instance(name+"-a", ready, leased("l"))}, nil, epoch)
+		r.metrics.observeSLO("ns", name, ms, sloInput{now: epoch, instances: []*pool.Instance{instance(name+"-a", ready)}})
 	}
 	fill("gone")
 	fill("kept")
@@ -76,8 +77,8 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 // goes at the first sweep that does not see the instance; the set's own part stays.
 func TestSetRecordSweepsGoneInstances(t *testing.T) {
 	r := NewReconciler(nil, nil, nil)
-	crashing := instance("a", withProblem(&Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
-	observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*Instance{crashing, instance("b")}, time.Second, time.Minute)
+	crashing := instance("a", withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
+	observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*pool.Instance{crashing, instance("b")}, time.Second, time.Minute)
 	if got := RememberedInstances(r, "ns/s"); len(got) != 2 {
 		t.Fatalf("remembered instances %v, want a and b", got)
 	}
@@ -85,7 +86,7 @@ func TestSetRecordSweepsGoneInstances(t *testing.T) {
 	if got := RememberedInstances(r, "ns/s"); len(got) != 1 || !got[crashing.Exporter.UID] {
 		t.Errorf("after b went: remembered %v, want only a", got)
 	}
-	if b := observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*Instance{crashing}, time.Second, time.Minute); b.Failures != 1 {
+	if b := observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*pool.Instance{crashing}, time.Second, time.Minute); b.Failures != 1 {
 		t.Errorf("the sweep lost the set's failure count: %d, want 1", b.Failures)
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // classNameIndex indexes ExporterSets by spec.virtualTargetClassName.
@@ -30,7 +31,7 @@ const classNameIndex = "spec.virtualTargetClassName"
 // by the ExporterSet controlling them (upstream-made ones carry no label of ours, adopt.go):
 // a cache List by label reads every object of the namespace, so with many sets in one
 // namespace each pass cost the size of all the pools, not of its own.
-const setIndex = "label:" + LabelSet
+const setIndex = "label:" + pool.LabelSet
 
 // indexedKinds are the kinds observe lists by setIndex.
 func indexedKinds() []client.Object {
@@ -39,7 +40,7 @@ func indexedKinds() []client.Object {
 
 func setOf(o client.Object) []string {
 	var out []string
-	label := o.GetLabels()[LabelSet]
+	label := o.GetLabels()[pool.LabelSet]
 	if label != "" {
 		out = append(out, label)
 	}
@@ -56,7 +57,7 @@ func setOf(o client.Object) []string {
 // made carry no label of ours, and a set must count them (adopt.go); a namespace holds far
 // fewer Exporters than Pods or Secrets. Namespaces, if any, restrict every cache.
 func CacheOptions(namespaces ...string) cache.Options {
-	mine := labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
+	mine := labels.NewSelector().Add(mustRequirement(pool.LabelSet, selection.Exists, nil))
 	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                {Label: mine},
@@ -75,7 +76,7 @@ func CacheOptions(namespaces ...string) cache.Options {
 // Selectors of the label-restricted caches; notEndedLeases also scopes the uncached Lease
 // read before a removal.
 var (
-	labelledForASet = labels.NewSelector().Add(mustRequirement(LabelSet, selection.Exists, nil))
+	labelledForASet = labels.NewSelector().Add(mustRequirement(pool.LabelSet, selection.Exists, nil))
 	notEndedLeases  = labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
 )
 
@@ -149,7 +150,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // bySetLabel maps an object labelled with LabelSet to its set.
 func bySetLabel(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[LabelSet]
+	name := o.GetLabels()[pool.LabelSet]
 	if name == "" {
 		return nil
 	}

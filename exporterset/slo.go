@@ -9,6 +9,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The pool's service-level metrics: how long leases waited, whether they were served warm,
@@ -93,8 +94,8 @@ func newSLOMemory() *sloMemory {
 // hash ("" when the set is blocked before it has one).
 type sloInput struct {
 	now       time.Time
-	instances []*Instance
-	problems  Problems
+	instances []*pool.Instance
+	problems  pool.Problems
 	leases    []*jumpstarterv1alpha1.Lease
 	waiting   []*jumpstarterv1alpha1.Lease
 	binding   vtv1alpha1.BindingMode
@@ -149,8 +150,8 @@ func (m *metrics) observeAssignments(ns, name string, mem *sloMemory, in sloInpu
 	}
 	// holder: lease -> the instance holding it, from either side of the assignment (the
 	// Lease's status.exporterRef is written first, then the Exporter's status.leaseRef).
-	holder := map[string]*Instance{}
-	exporters := make(map[string]*Instance, len(in.instances))
+	holder := map[string]*pool.Instance{}
+	exporters := make(map[string]*pool.Instance, len(in.instances))
 	for _, i := range in.instances {
 		exporters[i.Name()] = i
 		if i.Leased() {

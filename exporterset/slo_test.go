@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func lease(name string, created time.Duration) *jumpstarterv1alpha1.Lease {
@@ -86,7 +87,7 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 	m := newMetrics(reg)
 	m.start = epoch.Add(time.Second) // a and z (created at epoch) predate the controller
 	set := &setMetrics{}
-	pass := func(at time.Duration, instances []*Instance, leases []*jumpstarterv1alpha1.Lease, waiting ...*jumpstarterv1alpha1.Lease) {
+	pass := func(at time.Duration, instances []*pool.Instance, leases []*jumpstarterv1alpha1.Lease, waiting ...*jumpstarterv1alpha1.Lease) {
 		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: instances, leases: leases, waiting: waiting,
 			binding: vtv1alpha1.BindingImmediate, hash: "h2"})
 	}
@@ -96,19 +97,19 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 	booked.Spec.BeginTime = ptr.To(metav1.NewTime(epoch.Add(50 * time.Second)))
 
 	// First pass: a is available (since before we looked), b is starting, z holds "old".
-	pass(10*time.Second, []*Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(10*time.Second, []*pool.Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old})
 	// l0 is assigned to a (the Lease's side is written first); l1 waits.
-	pass(20*time.Second, []*Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(20*time.Second, []*pool.Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old, assignedTo(l0, "a"), l1}, l1)
 	// b becomes available 25 s after its creation.
-	pass(30*time.Second, []*Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(30*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second)), instance("z", ready, leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old, assignedTo(l0, "a"), l1}, l1)
 	// l1 is served by b, which was not available when l1 was created: a cold start.
-	pass(40*time.Second, []*Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second))},
+	pass(40*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second))},
 		[]*jumpstarterv1alpha1.Lease{assignedTo(l0, "a"), assignedTo(l1, "b")})
 	// the booked lease begins at 50 s and is seen assigned at 60 s.
-	pass(60*time.Second, []*Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second), leased("booked"))},
+	pass(60*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second), leased("booked"))},
 		[]*jumpstarterv1alpha1.Lease{assignedTo(l0, "a"), assignedTo(l1, "b"), booked})
 
 	if n, sum := histogramOf(t, reg, "exporterset_lease_wait_seconds"); n != 2 || sum != 4+25 {
@@ -150,7 +151,7 @@ func TestTimeToAvailableUnderWaitForFirstConsumer(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg)
 	m.start = epoch
-	withPod := func(uid string, created time.Duration, readyToo bool) *Instance {
+	withPod := func(uid string, created time.Duration, readyToo bool) *pool.Instance {
 		in := instance("a")
 		if readyToo {
 			online(in)
@@ -161,8 +162,8 @@ func TestTimeToAvailableUnderWaitForFirstConsumer(t *testing.T) {
 		return in
 	}
 	set := &setMetrics{}
-	pass := func(at time.Duration, in *Instance) {
-		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: []*Instance{in}, binding: vtv1alpha1.BindingWaitForFirstConsumer})
+	pass := func(at time.Duration, in *pool.Instance) {
+		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: []*pool.Instance{in}, binding: vtv1alpha1.BindingWaitForFirstConsumer})
 	}
 	pass(10*time.Second, instance("a"))                       // idle: no Pod, nothing to time
 	pass(20*time.Second, withPod("1", 18*time.Second, false)) // a lease waits: a Pod starts

@@ -2,15 +2,10 @@ package exporterset
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/exporterset/exporterset/exporterset/pool"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
-
-	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 )
 
 // The lead time for bookings is learned from the set's own start-up times: how long an
@@ -28,95 +23,11 @@ const AnnotationBookingLeadTime = "virtualtarget.jumpstarter.dev/booking-lead-ti
 // measured yet: long enough for a VM or a pulled image on most clusters.
 const DefaultBookingLeadTime = 2 * time.Minute
 
-const (
-	// startupSamples is how many recent start-ups the lead time is learned from.
-	startupSamples = 20
-	// startupFresh bounds how long after becoming available an instance is first seen for
-	// its start-up to count: an older one (seen after a controller restart) may have gone
-	// offline and back since it started.
-	startupFresh = time.Minute
-	// leadMarginMin is the least margin added to the measured start-up time; the apiserver
-	// keeps times in whole seconds, so a measurement can be short by up to a second.
-	leadMarginMin = 2 * time.Second
-)
-
-// startupLog is what a set has measured of its start-ups.
-type startupLog struct {
-	// samples are the recent start-up times, the latest last.
-	samples []time.Duration
-	// seen are the start-ups measured (Exporter UID, or Pod UID under WaitForFirstConsumer)
-	// still in the pool, so that none is counted twice.
-	seen map[types.UID]bool
-	// warned is the invalid override last reported, so that it is reported once.
+// startupMemory is a set's measured start-ups, and the invalid lead-time override last
+// reported, so that it is reported once.
+type startupMemory struct {
+	pool.StartupLog
 	warned string
-}
-
-// leadTime is the lead for bookings: the 90th percentile of the samples plus a quarter of it
-// (at least leadMarginMin); false before anything is measured.
-func (l startupLog) leadTime() (time.Duration, bool) {
-	if len(l.samples) == 0 {
-		return 0, false
-	}
-	s := slices.Clone(l.samples)
-	slices.Sort(s)
-	p90 := s[(len(s)*9+9)/10-1] // nearest rank
-	return p90 + max(leadMarginMin, p90/4), true
-}
-
-// record adds the start-ups of instances not measured before and forgets the measured ones
-// no longer in the pool.
-func (l startupLog) record(instances []*Instance, binding vtv1alpha1.BindingMode, now time.Time) startupLog {
-	seen := make(map[types.UID]bool, len(instances))
-	samples := l.samples
-	for _, in := range instances {
-		// Keep what was measured while it is in the pool: an instance that goes offline and
-		// back is not measured again.
-		if l.seen[in.Exporter.UID] {
-			seen[in.Exporter.UID] = true
-		}
-		for _, pod := range in.Pods {
-			if l.seen[pod.UID] {
-				seen[pod.UID] = true
-			}
-		}
-		key, d, ok := measureStartup(in, binding, now)
-		if !ok || seen[key] {
-			continue
-		}
-		seen[key] = true
-		samples = append(samples, d)
-	}
-	if n := len(samples); n > startupSamples {
-		samples = samples[n-startupSamples:]
-	}
-	return startupLog{samples: samples, seen: seen, warned: l.warned}
-}
-
-// measureStartup is how long in took to become available: from the Exporter's creation, or
-// under WaitForFirstConsumer from its Pod's, until it was Registered and Online. ok is false
-// while it is not available, or when it became so too long ago to tell.
-func measureStartup(in *Instance, binding vtv1alpha1.BindingMode, now time.Time) (types.UID, time.Duration, bool) {
-	pod := in.ActivePod()
-	if pod == nil || !in.Ready() {
-		return "", 0, false
-	}
-	var avail time.Time
-	for _, typ := range []string{jumpstarterv1alpha1.ExporterConditionRegistered, jumpstarterv1alpha1.ExporterConditionOnline} {
-		c := apimeta.FindStatusCondition(in.Exporter.Status.Conditions, typ)
-		if c == nil {
-			return "", 0, false
-		}
-		if c.LastTransitionTime.After(avail) {
-			avail = c.LastTransitionTime.Time
-		}
-	}
-	if avail.Before(pod.CreationTimestamp.Time) || now.Sub(avail) > startupFresh {
-		return "", 0, false // online before this Pod (a restart), or seen too late to tell
-	}
-	if binding == vtv1alpha1.BindingWaitForFirstConsumer {
-		return pod.UID, avail.Sub(pod.CreationTimestamp.Time), true
-	}
-	return in.Exporter.UID, avail.Sub(in.Exporter.CreationTimestamp.Time), true
 }
 
 // bookingLead records the start-ups a pass sees and returns the set's lead time for
@@ -124,9 +35,9 @@ func measureStartup(in *Instance, binding vtv1alpha1.BindingMode, now time.Time)
 func (r *Reconciler) bookingLead(p *pass, obs *observation) time.Duration {
 	key := keyOf(p.set)
 	log, _ := r.memory.startup.forSet(key)
-	log = log.record(obs.Instances, p.binding(), p.now)
+	log.StartupLog = log.Record(obs.Instances, p.binding(), p.now)
 	defer func() { r.memory.startup.putSet(key, log) }()
-	lead, ok := log.leadTime()
+	lead, ok := log.LeadTime()
 	if !ok {
 		lead = DefaultBookingLeadTime
 	}

@@ -13,11 +13,12 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // bootedAt makes an instance whose Pod was created podAfter after the Exporter and which
 // became Registered and Online onlineAfter after the Exporter.
-func bootedAt(name string, podAfter, onlineAfter time.Duration) *Instance {
+func bootedAt(name string, podAfter, onlineAfter time.Duration) *pool.Instance {
 	in := instance(name)
 	in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pod-" + name),
 		CreationTimestamp: metav1.NewTime(epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
@@ -26,69 +27,6 @@ func bootedAt(name string, podAfter, onlineAfter time.Duration) *Instance {
 			Reason: "Sim", LastTransitionTime: metav1.NewTime(epoch.Add(onlineAfter))})
 	}
 	return in
-}
-
-func TestMeasureStartup(t *testing.T) {
-	now := epoch.Add(20 * time.Second)
-	cases := []struct {
-		name    string
-		in      *Instance
-		binding vtv1alpha1.BindingMode
-		want    time.Duration
-		ok      bool
-	}{
-		{"Immediate: create to online", bootedAt("a", time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 5 * time.Second, true},
-		{"WaitForFirstConsumer: Pod start to online", bootedAt("a", 10*time.Second, 14*time.Second), vtv1alpha1.BindingWaitForFirstConsumer, 4 * time.Second, true},
-		{"not online yet", instance("a", pod(corev1.PodRunning)), vtv1alpha1.BindingImmediate, 0, false},
-		{"online before its Pod: a restarted Pod", bootedAt("a", 10*time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
-		{"online too long ago to tell", bootedAt("a", 0, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
-	}
-	for _, c := range cases {
-		n := now
-		if c.name == "online too long ago to tell" {
-			n = epoch.Add(5*time.Second + startupFresh + time.Second)
-		}
-		_, got, ok := measureStartup(c.in, c.binding, n)
-		if ok != c.ok || got != c.want {
-			t.Errorf("%s: %s %v, want %s %v", c.name, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestStartupLogLeadTime(t *testing.T) {
-	var log startupLog
-	if _, ok := log.leadTime(); ok {
-		t.Fatal("a lead time before anything was measured")
-	}
-	now := epoch.Add(30 * time.Second)
-	pool := []*Instance{bootedAt("a", 0, 4*time.Second)}
-	log = log.record(pool, vtv1alpha1.BindingImmediate, now)
-	if got, _ := log.leadTime(); got != 4*time.Second+leadMarginMin {
-		t.Fatalf("lead after one 4 s start-up: %s, want 4 s + %s", got, leadMarginMin)
-	}
-	// The same instance seen again, even after going offline and back, counts once.
-	log = log.record(pool, vtv1alpha1.BindingImmediate, now)
-	pool[0].Exporter.Status.Conditions = nil
-	log = log.record(pool, vtv1alpha1.BindingImmediate, now)
-	pool[0] = bootedAt("a", 0, 20*time.Second)
-	log = log.record(pool, vtv1alpha1.BindingImmediate, now)
-	if len(log.samples) != 1 {
-		t.Fatalf("samples %v, want the one start-up", log.samples)
-	}
-	// The 90th percentile with a quarter as margin: one slow outlier in 20 does not count.
-	for i := range startupSamples + 5 {
-		d := 8 * time.Second
-		if i == startupSamples+4 {
-			d = time.Minute
-		}
-		log = log.record([]*Instance{bootedAt(string(rune('b'+i)), 0, d)}, vtv1alpha1.BindingImmediate, now)
-	}
-	if len(log.samples) != startupSamples {
-		t.Fatalf("%d samples kept, want the last %d", len(log.samples), startupSamples)
-	}
-	if got, _ := log.leadTime(); got != 10*time.Second {
-		t.Fatalf("lead %s, want 8 s + 2 s", got)
-	}
 }
 
 func TestBookingLeadOverride(t *testing.T) {
@@ -100,7 +38,7 @@ func TestBookingLeadOverride(t *testing.T) {
 	if got := r.bookingLead(p, obs); got != DefaultBookingLeadTime {
 		t.Fatalf("lead before any start-up %s, want the default %s", got, DefaultBookingLeadTime)
 	}
-	obs.Instances = []*Instance{bootedAt("a", 0, 3*time.Second)}
+	obs.Instances = []*pool.Instance{bootedAt("a", 0, 3*time.Second)}
 	if got := r.bookingLead(p, obs); got != 5*time.Second {
 		t.Fatalf("learned lead %s, want 3 s + 2 s", got)
 	}

@@ -16,7 +16,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // liveView draws the pools of a namespace: each set's counters and instances, and recent
@@ -79,7 +79,7 @@ func (v *liveView) render(ctx context.Context) string {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  INSTANCE\tENABLED\tONLINE\tREGISTERED\tLEASE\tPOD")
 		for _, e := range exporters.Items {
-			if e.Labels[exporterset.LabelSet] != s.Name {
+			if e.Labels[pool.LabelSet] != s.Name {
 				continue
 			}
 			lease := "-"

@@ -1,6 +1,6 @@
 // Command whatif shows the library's pure scaling math without a cluster: it builds a pool of
 // instances in memory (ready, leased, starting) and prints the status the reconciler would
-// report (exporterset.ComputeStatus) and what it would do next (exporterset.PlanScale) for a
+// report (pool.ComputeStatus) and what it would do next (pool.PlanScale) for a
 // given spec. Capacity planning ("how many instances would a lease storm of 20 add with a
 // ceiling of 30?") and tests of a controller built on the library use the same two calls.
 package main
@@ -18,11 +18,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func main() {
-	var in exporterset.PlanInput
+	var in pool.PlanInput
 	var ready, leased, starting int
 	flag.IntVar(&ready, "ready", 2, "idle instances, ready to serve")
 	flag.IntVar(&leased, "leased", 1, "instances serving a lease")
@@ -37,23 +37,23 @@ func main() {
 }
 
 // whatIf builds the pool and prints its status and plan.
-func whatIf(w io.Writer, in exporterset.PlanInput, ready, leased, starting int) {
+func whatIf(w io.Writer, in pool.PlanInput, ready, leased, starting int) {
 	in.Now, in.SpecHash = time.Now(), "current"
 	for i := 0; i < ready+leased+starting; i++ {
 		in.Instances = append(in.Instances, instance(i, i < ready+leased, i >= ready && i < ready+leased))
 	}
-	st := exporterset.ComputeStatus(in.Instances, in.Problems)
+	st := pool.ComputeStatus(in.Instances, in.Problems)
 	fmt.Fprintf(w, "status: replicas=%d available=%d leased=%d unavailable=%d\n", st.Replicas, st.AvailableReplicas, st.LeasedReplicas, st.UnavailableReplicas)
-	plan := exporterset.PlanScale(in)
+	plan := pool.PlanScale(in)
 	fmt.Fprintf(w, "plan: want=%d create=%d retire=%d limited=%v\n", plan.Wanted, plan.Create, len(plan.Retire), plan.Limited)
 }
 
 // instance is an Exporter of the current spec with a Pod; a ready one is online and
 // registered (as the Jumpstarter controller reports it), a leased one holds a lease.
-func instance(i int, ready, leased bool) *exporterset.Instance {
+func instance(i int, ready, leased bool) *pool.Instance {
 	e := &jumpstarterv1alpha1.Exporter{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pool-%d", i), Namespace: "lab", UID: types.UID(fmt.Sprint("uid-", i)),
-			Labels: map[string]string{exporterset.LabelSpecHash: "current"}},
+			Labels: map[string]string{pool.LabelSpecHash: "current"}},
 		Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
 	}
 	phase := corev1.PodPending
@@ -67,5 +67,5 @@ func instance(i int, ready, leased bool) *exporterset.Instance {
 		e.Status.LeaseRef = &corev1.LocalObjectReference{Name: fmt.Sprint("lease-", i)}
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace}, Status: corev1.PodStatus{Phase: phase}}
-	return &exporterset.Instance{Exporter: e, Pods: []*corev1.Pod{pod}}
+	return &pool.Instance{Exporter: e, Pods: []*corev1.Pod{pod}}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The example's answers are the library's: a warm buffer of 2 with one idle instance and one
@@ -14,17 +14,17 @@ func TestWhatIf(t *testing.T) {
 	anHourAgo := time.Now().Add(-time.Hour)
 	for _, tc := range []struct {
 		name                    string
-		in                      exporterset.PlanInput
+		in                      pool.PlanInput
 		ready, leased, starting int
 		want                    []string
 	}{
-		{name: "buffer short by one", in: exporterset.PlanInput{MinAvailableReplicas: 2}, ready: 1, leased: 1,
+		{name: "buffer short by one", in: pool.PlanInput{MinAvailableReplicas: 2}, ready: 1, leased: 1,
 			want: []string{"status: replicas=2 available=1 leased=1 unavailable=0", "plan: want=3 create=1 retire=0 limited=false"}},
-		{name: "storm under a ceiling", in: exporterset.PlanInput{MinAvailableReplicas: 2, MaxReplicas: 10, Demand: 20}, ready: 2,
+		{name: "storm under a ceiling", in: pool.PlanInput{MinAvailableReplicas: 2, MaxReplicas: 10, Demand: 20}, ready: 2,
 			want: []string{"plan: want=22 create=8 retire=0 limited=true"}},
-		{name: "surplus: the first pass starts the cooldown clock", in: exporterset.PlanInput{MinAvailableReplicas: 1}, ready: 4,
+		{name: "surplus: the first pass starts the cooldown clock", in: pool.PlanInput{MinAvailableReplicas: 1}, ready: 4,
 			want: []string{"status: replicas=4 available=4", "plan: want=1 create=0 retire=0"}},
-		{name: "surplus past its cooldown is retired", in: exporterset.PlanInput{MinAvailableReplicas: 1, Cooldown: time.Minute, SurplusSince: &anHourAgo}, ready: 4,
+		{name: "surplus past its cooldown is retired", in: pool.PlanInput{MinAvailableReplicas: 1, Cooldown: time.Minute, SurplusSince: &anHourAgo}, ready: 4,
 			want: []string{"plan: want=1 create=0 retire=3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

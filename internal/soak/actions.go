@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -64,7 +64,7 @@ func (wk *Walk) pickName(names []string) string {
 
 func (wk *Walk) exporters(ctx context.Context) ([]jumpstarterv1alpha1.Exporter, error) {
 	var list jumpstarterv1alpha1.ExporterList
-	err := wk.w.c.List(ctx, &list, client.InNamespace(wk.w.ns), client.HasLabels{exporterset.LabelSet})
+	err := wk.w.c.List(ctx, &list, client.InNamespace(wk.w.ns), client.HasLabels{expool.LabelSet})
 	return list.Items, err
 }
 
@@ -200,13 +200,13 @@ func (wk *Walk) disableByHand(ctx context.Context) (string, bool, error) {
 	disabled := map[string]int{}
 	for _, e := range exporters {
 		if _, retiring := e.Annotations[retiringKey]; !e.IsEnabled() && !retiring {
-			disabled[e.Labels[exporterset.LabelSet]]++
+			disabled[e.Labels[expool.LabelSet]]++
 		}
 	}
 	var names []string
 	for _, e := range exporters {
 		_, retiring := e.Annotations[retiringKey]
-		if e.IsEnabled() && !retiring && e.DeletionTimestamp == nil && disabled[e.Labels[exporterset.LabelSet]] < maxHandDisabledPerSet {
+		if e.IsEnabled() && !retiring && e.DeletionTimestamp == nil && disabled[e.Labels[expool.LabelSet]] < maxHandDisabledPerSet {
 			names = append(names, e.Name)
 		}
 	}

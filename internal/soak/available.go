@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The Available invariants. A status can be judged only against what it was computed
@@ -84,9 +84,9 @@ func wffcLeasedCounted(set *vtv1alpha1.ExporterSet) bool {
 
 // liveShortfall recomputes a set's pool from the objects (with the checker's diagnosis)
 // and says how it breaks the Available rule, "" when it does not.
-func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instances []*exporterset.Instance) string {
+func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instances []*expool.Instance) string {
 	problems := diagnosed(instances)
-	counts := exporterset.ComputeStatus(instances, problems)
+	counts := expool.ComputeStatus(instances, problems)
 	serving := int32(0)
 	for _, in := range instances {
 		if in.Ready() && problems.Of(in) == nil {

@@ -4,7 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The checker's own diagnosis of instance failures, written from the documented Pod status
@@ -24,7 +24,7 @@ var (
 // instanceProblem returns the failure reason of an instance, "" when none: instances on
 // their way out (deleting, retiring) have none, as they no longer count; otherwise it is
 // read from the newest Pod not being deleted.
-func instanceProblem(in *exporterset.Instance) vtv1alpha1.ConditionReason {
+func instanceProblem(in *expool.Instance) vtv1alpha1.ConditionReason {
 	if in.Deleting() || in.Retiring() {
 		return ""
 	}
@@ -78,13 +78,13 @@ func podFailure(pod *corev1.Pod) vtv1alpha1.ConditionReason {
 }
 
 // diagnosed is the checker's own diagnosis of the instances, passed to
-// exporterset.ComputeStatus so that it leaves failing instances out of availableReplicas as
+// expool.ComputeStatus so that it leaves failing instances out of availableReplicas as
 // the reconciler does.
-func diagnosed(instances []*exporterset.Instance) exporterset.Problems {
-	out := exporterset.Problems{}
+func diagnosed(instances []*expool.Instance) expool.Problems {
+	out := expool.Problems{}
 	for _, in := range instances {
 		if r := instanceProblem(in); r != "" {
-			out[in.Exporter.UID] = &exporterset.Problem{Reason: r}
+			out[in.Exporter.UID] = &expool.Problem{Reason: r}
 		}
 	}
 	return out

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 )
 
@@ -258,7 +258,7 @@ func (wk *Walk) evictPod(ctx context.Context) (string, bool, error) {
 		p := &list.Items[i]
 		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending) {
 			names = append(names, p.Name)
-			setOf[p.Name] = p.Labels[exporterset.LabelSet]
+			setOf[p.Name] = p.Labels[expool.LabelSet]
 		}
 	}
 	if len(names) == 0 {
@@ -279,7 +279,7 @@ func (wk *Walk) evictPod(ctx context.Context) (string, bool, error) {
 func (wk *Walk) noteDisruption(ctx context.Context, name string) {
 	var pod corev1.Pod
 	if err := wk.w.c.Get(ctx, client.ObjectKey{Namespace: wk.w.ns, Name: name}, &pod); err == nil {
-		wk.w.checker.NoteDisruption(pod.Labels[exporterset.LabelSet])
+		wk.w.checker.NoteDisruption(pod.Labels[expool.LabelSet])
 	}
 }
 

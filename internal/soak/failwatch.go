@@ -14,7 +14,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // failureWatch is the checker's memory for the failure invariants (the Available rule and
@@ -211,7 +211,7 @@ func (c *Checker) exporterCreated(obj any) {
 	if !ok {
 		return
 	}
-	if set := e.Labels[exporterset.LabelSet]; set != "" {
+	if set := e.Labels[expool.LabelSet]; set != "" {
 		c.fw.note(set, func(t *churnTracker, now time.Time) { t.creations = append(t.creations, now) })
 	}
 }
@@ -221,14 +221,14 @@ func (c *Checker) exporterCreated(obj any) {
 func (c *Checker) exporterReadied(oldObj, newObj any) {
 	o, ok1 := oldObj.(*jumpstarterv1alpha1.Exporter)
 	n, ok2 := newObj.(*jumpstarterv1alpha1.Exporter)
-	if !ok1 || !ok2 || n.Labels[exporterset.LabelSet] == "" {
+	if !ok1 || !ok2 || n.Labels[expool.LabelSet] == "" {
 		return
 	}
 	ready := func(e *jumpstarterv1alpha1.Exporter) bool {
-		return (&exporterset.Instance{Exporter: e}).Ready()
+		return (&expool.Instance{Exporter: e}).Ready()
 	}
 	if !ready(o) && ready(n) {
-		c.NoteReset(n.Labels[exporterset.LabelSet])
+		c.NoteReset(n.Labels[expool.LabelSet])
 	}
 }
 

@@ -15,14 +15,14 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // Final checks the state the pool must reach once the walk has stopped and every fault is
 // off, read from the API server (not a cache). It returns what is not (yet) right; the
 // caller polls it until it returns nothing or a deadline passes. For every set:
 //
-//   - its status counters equal exporterset.ComputeStatus of its instances as the API server
+//   - its status counters equal expool.ComputeStatus of its instances as the API server
 //     has them now, for the set's current generation;
 //   - at least minReplicas instances are live (not deleting, retiring or exited);
 //   - no unleased instance is still being recycled (retiring or exited);
@@ -84,7 +84,7 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	// set, controlled by it and matching its selector, with the Pods labelled for the set
 	// that they control; an instance whose Pod shows a failure is not available.
 	observed := instancesOf(set, exporters, pods)
-	want := exporterset.ComputeStatus(observed, diagnosed(observed))
+	want := expool.ComputeStatus(observed, diagnosed(observed))
 	got := set.Status
 	if set.Status.ObservedGeneration != set.Generation {
 		bad("status.observedGeneration %d, generation %d", got.ObservedGeneration, set.Generation)
@@ -155,7 +155,7 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 }
 
 // instancesOf builds the set's instances as the reconciler's observe does.
-func instancesOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod) []*exporterset.Instance {
+func instancesOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod) []*expool.Instance {
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
 	if err != nil {
 		sel = labels.Nothing()
@@ -163,27 +163,27 @@ func instancesOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Ex
 	podsOf := map[types.UID][]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Labels[exporterset.LabelSet] != set.Name {
+		if p.Labels[expool.LabelSet] != set.Name {
 			continue
 		}
 		if uid, ok := controllerUID(p, "Exporter"); ok {
 			podsOf[uid] = append(podsOf[uid], p)
 		}
 	}
-	var out []*exporterset.Instance
+	var out []*expool.Instance
 	for i := range exporters {
 		e := &exporters[i]
 		uid, ok := controllerUID(e, "ExporterSet")
-		if !ok || uid != set.UID || e.Labels[exporterset.LabelSet] != set.Name || !sel.Matches(labels.Set(e.Labels)) {
+		if !ok || uid != set.UID || e.Labels[expool.LabelSet] != set.Name || !sel.Matches(labels.Set(e.Labels)) {
 			continue
 		}
-		out = append(out, &exporterset.Instance{Exporter: e, Pods: podsOf[e.UID]})
+		out = append(out, &expool.Instance{Exporter: e, Pods: podsOf[e.UID]})
 	}
 	return out
 }
 
 // diffCounters compares the counters of two statuses (not conditions, selector or clocks).
-func diffCounters(got vtv1alpha1.ExporterSetStatus, want exporterset.Counts) string {
+func diffCounters(got vtv1alpha1.ExporterSetStatus, want expool.Counts) string {
 	type pair struct {
 		name      string
 		got, want int32
@@ -222,7 +222,7 @@ func orphans(sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Expo
 	for i := range exporters {
 		e := &exporters[i]
 		exporterUIDs[e.UID] = true
-		if e.Labels[exporterset.LabelRetainedFrom] != "" {
+		if e.Labels[expool.LabelRetainedFrom] != "" {
 			continue // released on purpose (reclaimPolicy Retain)
 		}
 		if uid, ok := controllerUID(e, "ExporterSet"); !ok || !setUIDs[uid] {
@@ -247,8 +247,8 @@ func orphans(sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Expo
 				problems = append(problems, fmt.Sprintf("orphaned secret %s (its Exporter %s is gone)", s.Name, ref.Name))
 			}
 		}
-		if !owned && s.Labels[exporterset.LabelSet] != "" {
-			problems = append(problems, fmt.Sprintf("secret %s is labelled for set %s but owned by no Exporter", s.Name, s.Labels[exporterset.LabelSet]))
+		if !owned && s.Labels[expool.LabelSet] != "" {
+			problems = append(problems, fmt.Sprintf("secret %s is labelled for set %s but owned by no Exporter", s.Name, s.Labels[expool.LabelSet]))
 		}
 	}
 	return problems

@@ -7,11 +7,11 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // retiringKey is the annotation the reconciler puts on an Exporter it disables to retire.
-const retiringKey = exporterset.AnnotationRetiring
+const retiringKey = expool.AnnotationRetiring
 
 // instanceView is what the ceiling invariants need to know about one Exporter of a set. It
 // is computed by the checker from its own cache, independently of the reconciler's code, so

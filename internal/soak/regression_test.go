@@ -13,7 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
 	"github.com/exporterset/exporterset/internal/testenv"
 )
@@ -51,7 +51,7 @@ func TestRetiredInstanceKeptWhileALeaseIsAssignedToIt(t *testing.T) {
 	var name string
 	eventually(t, 20*time.Second, "the set's instance", func() bool {
 		var list jumpstarterv1alpha1.ExporterList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{exporterset.LabelSet: p.set}); err != nil || len(list.Items) != 1 {
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{expool.LabelSet: p.set}); err != nil || len(list.Items) != 1 {
 			return false
 		}
 		name = list.Items[0].Name

@@ -13,7 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The roll floor invariant (InvRollFloor). When the controller retires an instance of an
@@ -60,8 +60,8 @@ type pendingRetirement struct {
 // observeRetirement decides whether the retirement of o (now n) is one to judge and, if so,
 // takes the snapshot it will be judged on.
 func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod, now time.Time) {
-	setName := n.Labels[exporterset.LabelSet]
-	hash := o.Labels[exporterset.LabelSpecHash]
+	setName := n.Labels[expool.LabelSet]
+	hash := o.Labels[expool.LabelSpecHash]
 	var set vtv1alpha1.ExporterSet
 	if err := c.cache.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: setName}, &set); err != nil {
 		return
@@ -111,7 +111,7 @@ func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alph
 		}
 		p.others = append(p.others, e.UID)
 		p.names[e.UID] = e.Name
-		_, old := r.outdated[setName][e.Labels[exporterset.LabelSpecHash]]
+		_, old := r.outdated[setName][e.Labels[expool.LabelSpecHash]]
 		switch {
 		case leased:
 			busy++
@@ -168,7 +168,7 @@ func whyUnavailable(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) string 
 	case !apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionOnline) ||
 		!apimeta.IsStatusConditionTrue(e.Status.Conditions, jumpstarterv1alpha1.ExporterConditionRegistered):
 		return "not ready"
-	case instanceProblem(&exporterset.Instance{Exporter: e, Pods: pods}) != "":
+	case instanceProblem(&expool.Instance{Exporter: e, Pods: pods}) != "":
 		return "failing"
 	}
 	return "other"

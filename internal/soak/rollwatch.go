@@ -17,7 +17,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The roll floor invariant's memory. The checker cannot compute a set's spec hash (the
@@ -243,7 +243,7 @@ func availableAs(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) bool {
 	if !apimeta.IsStatusConditionTrue(cs, jumpstarterv1alpha1.ExporterConditionOnline) || !apimeta.IsStatusConditionTrue(cs, jumpstarterv1alpha1.ExporterConditionRegistered) {
 		return false
 	}
-	return instanceProblem(&exporterset.Instance{Exporter: e, Pods: pods}) == ""
+	return instanceProblem(&expool.Instance{Exporter: e, Pods: pods}) == ""
 }
 
 // mark notes, under r.mu, that e (with pods) was available or leased at now.
@@ -260,16 +260,16 @@ func (r *rollWatch) mark(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod, no
 // catches the controller's retirements (the retiring annotation appearing).
 func (c *Checker) rollExporterSeen(ctx context.Context, oldObj, newObj any) {
 	n, ok := newObj.(*jumpstarterv1alpha1.Exporter)
-	if !ok || n.Labels[exporterset.LabelSet] == "" {
+	if !ok || n.Labels[expool.LabelSet] == "" {
 		return
 	}
 	o, _ := oldObj.(*jumpstarterv1alpha1.Exporter)
 	now := time.Now()
 	pods := c.podsOf(ctx, n.UID)
-	set := n.Labels[exporterset.LabelSet]
+	set := n.Labels[expool.LabelSet]
 	r := c.rw
 	r.mu.Lock()
-	if h := n.Labels[exporterset.LabelSpecHash]; h != "" {
+	if h := n.Labels[expool.LabelSpecHash]; h != "" {
 		if r.hashSeen[set] == nil {
 			r.hashSeen[set] = map[string]time.Time{}
 		}
@@ -366,7 +366,7 @@ func (c *Checker) tickRolls(ctx context.Context, now time.Time) error {
 		left := 0
 		for i := range exporters.Items {
 			e := &exporters.Items[i]
-			if _, old := r.outdated[set][e.Labels[exporterset.LabelSpecHash]]; old && e.Labels[exporterset.LabelSet] == set && e.DeletionTimestamp == nil {
+			if _, old := r.outdated[set][e.Labels[expool.LabelSpecHash]]; old && e.Labels[expool.LabelSet] == set && e.DeletionTimestamp == nil {
 				left++
 			}
 		}

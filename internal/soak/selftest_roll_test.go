@@ -10,7 +10,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
 )
 
@@ -28,7 +28,7 @@ func (b *bench) rollSet(name string, maxR int32) *vtv1alpha1.ExporterSet {
 func (b *bench) instance(name string, set *vtv1alpha1.ExporterSet, hash string, ready bool) *jumpstarterv1alpha1.Exporter {
 	b.t.Helper()
 	e := b.exporter(name, set, "")
-	b.patch(e, func(e *jumpstarterv1alpha1.Exporter) { e.Labels[exporterset.LabelSpecHash] = hash })
+	b.patch(e, func(e *jumpstarterv1alpha1.Exporter) { e.Labels[expool.LabelSpecHash] = hash })
 	if ready {
 		b.ready(e)
 	}
@@ -51,7 +51,7 @@ func (b *bench) ready(e *jumpstarterv1alpha1.Exporter) {
 // retire does what the reconciler's retire patch does: the annotation and spec.enabled=false.
 func (b *bench) retire(e *jumpstarterv1alpha1.Exporter) {
 	b.patch(e, func(e *jumpstarterv1alpha1.Exporter) {
-		e.Annotations = map[string]string{exporterset.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
+		e.Annotations = map[string]string{expool.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
 		e.Spec.Enabled = ptr.To(false)
 	})
 }

@@ -14,7 +14,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
 )
 
@@ -78,7 +78,7 @@ func (b *bench) set(name string, maxR int32) *vtv1alpha1.ExporterSet {
 func (b *bench) exporter(name string, set *vtv1alpha1.ExporterSet, lease string) *jumpstarterv1alpha1.Exporter {
 	b.t.Helper()
 	e := &jumpstarterv1alpha1.Exporter{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{exporterset.LabelSet: set.Name, "board": set.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{expool.LabelSet: set.Name, "board": set.Name},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, vtv1alpha1.GroupVersion.WithKind("ExporterSet"))}},
 		Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
 	}
@@ -154,7 +154,7 @@ func TestCheckerDetectsLeaseSafetyViolations(t *testing.T) {
 	// The controller's disable (annotation) of a leased Exporter is a violation...
 	e1 := b.exporter("safe-1", set, "lease-1")
 	b.patch(e1, func(e *jumpstarterv1alpha1.Exporter) {
-		e.Annotations = map[string]string{exporterset.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
+		e.Annotations = map[string]string{expool.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
 		e.Spec.Enabled = ptr.To(false)
 	})
 	b.expect(InvLeasedDisabled, "safe-1")
@@ -174,7 +174,7 @@ func TestCheckerDetectsLeaseSafetyViolations(t *testing.T) {
 	b.expect(InvDeletedUnretired, "safe-3")
 	e4 := b.exporter("safe-4", set, "")
 	b.patch(e4, func(e *jumpstarterv1alpha1.Exporter) {
-		e.Annotations = map[string]string{exporterset.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
+		e.Annotations = map[string]string{expool.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
 		e.Spec.Enabled = ptr.To(false)
 	})
 	b.delete(e4)
@@ -241,16 +241,16 @@ func TestFinalDetectsOrphansAndStaleStatus(t *testing.T) {
 	b.exporter("final-1", set, "")
 	stuck := b.exporter("final-2", set, "")
 	b.patch(stuck, func(e *jumpstarterv1alpha1.Exporter) {
-		e.Annotations = map[string]string{exporterset.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
+		e.Annotations = map[string]string{expool.AnnotationRetiring: time.Now().UTC().Format(time.RFC3339)}
 		e.Spec.Enabled = ptr.To(false)
 	})
-	b.create(&jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "lonely", Labels: map[string]string{exporterset.LabelSet: "final"}}})
+	b.create(&jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "lonely", Labels: map[string]string{expool.LabelSet: "final"}}})
 	b.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: jumpstarterv1alpha1.GroupVersion.String(), Kind: "Exporter", Name: "gone", UID: types.UID("no-such-uid"), Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example"}}},
 	})
-	b.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loose-config", Labels: map[string]string{exporterset.LabelSet: "final"}}})
+	b.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "loose-config", Labels: map[string]string{expool.LabelSet: "final"}}})
 
 	joined := b.final()
 	for _, want := range []string{
@@ -291,7 +291,7 @@ func TestFinalCountsEveryLeaseAgainstTheCeiling(t *testing.T) {
 	set.UID = "set-uid"
 	owned := func(name string, mutate func(*jumpstarterv1alpha1.Exporter)) jumpstarterv1alpha1.Exporter {
 		e := jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
-			Labels:          map[string]string{exporterset.LabelSet: "full", "board": "full"},
+			Labels:          map[string]string{expool.LabelSet: "full", "board": "full"},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, vtv1alpha1.GroupVersion.WithKind("ExporterSet"))}},
 			Spec:   jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
 			Status: jumpstarterv1alpha1.ExporterStatus{LeaseRef: &corev1.LocalObjectReference{Name: "lease-" + name}}}
@@ -301,11 +301,11 @@ func TestFinalCountsEveryLeaseAgainstTheCeiling(t *testing.T) {
 	exporters := []jumpstarterv1alpha1.Exporter{
 		owned("busy", func(*jumpstarterv1alpha1.Exporter) {}),
 		owned("raced", func(e *jumpstarterv1alpha1.Exporter) {
-			e.Annotations = map[string]string{exporterset.AnnotationRetiring: "2026-01-01T00:00:00Z"}
+			e.Annotations = map[string]string{expool.AnnotationRetiring: "2026-01-01T00:00:00Z"}
 			e.Spec.Enabled = ptr.To(false)
 		}),
 	}
-	set.Status = exporterset.ComputeStatus(instancesOf(set, exporters, nil), nil).Status()
+	set.Status = expool.ComputeStatus(instancesOf(set, exporters, nil), nil).Status()
 	problems := finalSet(set, map[string]vtv1alpha1.BindingMode{"full": vtv1alpha1.BindingWaitForFirstConsumer}, exporters, nil, nil)
 	if len(problems) > 0 {
 		t.Errorf("a full set with every instance leased is converged, got: %v", problems)

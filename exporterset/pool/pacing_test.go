@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"testing"
@@ -33,7 +33,7 @@ func TestCreateRoom(t *testing.T) {
 		{"the limit counts what is begun", append(hundred(), instance("b")), 3, 64, 60, 2500 * time.Millisecond},
 	}
 	for _, c := range cases {
-		room, wake := createRoom(c.instances, c.expected, now, c.limit)
+		room, wake := CreateRoom(c.instances, c.expected, now, c.limit)
 		if room != c.room || wake != c.wake {
 			t.Errorf("%s: room %d, wake %v; want %d, %v", c.name, room, wake, c.room, c.wake)
 		}

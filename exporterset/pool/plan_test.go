@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func randomInput(seed int64) PlanInput {
 	for k := rng.Intn(4); k > 0; k-- {
 		in.Bookings = append(in.Bookings, Booking{Name: fmt.Sprint("b", k), Begin: in.Now.Add(time.Duration(rng.Intn(120)-20) * time.Second)})
 	}
-	sortBookings(in.Bookings)
+	SortBookings(in.Bookings)
 	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
 	in.Others = int32(rng.Intn(3)) // strays, drawn last so earlier draws keep their meaning
 	return in

@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"time"
@@ -146,7 +146,7 @@ func PlanScale(in PlanInput) Plan {
 			old = append(old, i) // rolled to the new spec once idle, by surge (roll.go)
 			occupied++
 			continue
-		case !leased && in.Problems.replaces(i) && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
+		case !leased && in.Problems.Replaces(i) && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
 			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
 			// Pod is recycled below, as after a lease; InPlaceReuse restarts the Pod.)
 			p.Retire = append(p.Retire, i)
@@ -154,7 +154,7 @@ func PlanScale(in PlanInput) Plan {
 			continue
 		}
 		occupied++
-		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.replaces(i)) {
+		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.Replaces(i)) {
 			p.RestartPods = append(p.RestartPods, i)
 		}
 		if leased {

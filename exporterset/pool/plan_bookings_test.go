@@ -1,7 +1,6 @@
-package exporterset
+package pool
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -41,7 +39,7 @@ func booked(in PlanInput, lead time.Duration, begins ...time.Duration) PlanInput
 	for i, d := range begins {
 		in.Bookings = append(in.Bookings, Booking{Name: "b" + string(rune('1'+i)), Begin: in.Now.Add(d)})
 	}
-	sortBookings(in.Bookings)
+	SortBookings(in.Bookings)
 	return in
 }
 
@@ -194,28 +192,12 @@ func TestBookedFor(t *testing.T) {
 		}), false},
 	}
 	for _, c := range cases {
-		b, ok := bookedFor(c.l, set)
+		b, ok := BookedFor(c.l, set)
 		if ok != c.want {
 			t.Errorf("%s: booked %v, want %v", c.name, ok, c.want)
 		}
 		if ok && (b.Name != "l" || !b.Begin.Equal(epoch)) {
 			t.Errorf("%s: booking %+v", c.name, b)
 		}
-	}
-}
-
-// ScalingLimited carries the plan's note on bookings, naming those the ceiling leaves waiting.
-func TestScalingLimitedNamesWaitingBookings(t *testing.T) {
-	in := booked(input(0, 2, 0), time.Minute, 10*time.Second, 20*time.Second, 30*time.Second)
-	pl := PlanScale(in)
-	p := conditionPass(0, 0, vtv1alpha1.BindingImmediate)
-	p.set.Spec.MaxReplicas = ptr.To[int32](2)
-	c, ok := scalingLimitedCondition(condOf(p.set.Generation), p.set.Spec, &pl)
-	if !ok {
-		t.Fatal("no condition with a plan")
-	}
-	checkCond(t, c, condWant{metav1.ConditionTrue, vtv1alpha1.ReasonAtMaxReplicas, "maxReplicas leaves b3 waiting"})
-	if !strings.Contains(c.Message, "wants 3 instances, maxReplicas is 2: 1 lease begins at ") {
-		t.Errorf("message %q", c.Message)
 	}
 }

@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import "time"
 
@@ -26,7 +26,7 @@ const windowGrowth = 2
 // finished.
 const beginTimeout = 2 * time.Second
 
-// createRoom is how many more instances the window lets a set begin now, given its
+// CreateRoom is how many more instances the window lets a set begin now, given its
 // instances and the creates the cache does not show yet (expected, all in flight). limit
 // (createParallelism) bounds the instances begun and not yet finished however large the
 // window: past it, more creates only queue in front of the writes that finish the instances
@@ -34,7 +34,7 @@ const beginTimeout = 2 * time.Second
 // available, and the first instance was later; bench-scale 2026-12-04, docs/benchmarks.md). wake is
 // when an unfinished instance's place lapses (0 for none): the room grows then even without
 // an event.
-func createRoom(instances []*Instance, expected int32, now time.Time, limit int32) (room int32, wake time.Duration) {
+func CreateRoom(instances []*Instance, expected int32, now time.Time, limit int32) (room int32, wake time.Duration) {
 	var finished, begun int32
 	for _, in := range instances {
 		if in.Deleting() || in.Retiring() {

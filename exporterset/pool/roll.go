@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 // rollOutdated decides which idle instances of an older spec to retire this pass. A change
 // of template, parameters, images or class must not empty the warm pool, so the roll works

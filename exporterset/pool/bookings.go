@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"fmt"
@@ -27,10 +27,10 @@ type Booking struct {
 	Begin time.Time
 }
 
-// bookedFor reports whether l is a booking the set's instances (with these labels) would
+// BookedFor reports whether l is a booking the set's instances (with these labels) would
 // serve: not started, not ended or released, not pinned to an exporter by name, with a begin
 // time, and not yet waiting (Pending) for an exporter, when it counts as walk-in demand.
-func bookedFor(l *jumpstarterv1alpha1.Lease, exporterLabels labels.Set) (Booking, bool) {
+func BookedFor(l *jumpstarterv1alpha1.Lease, exporterLabels labels.Set) (Booking, bool) {
 	if l.Status.Ended || l.Spec.Release || l.Status.ExporterRef != nil || l.DeletionTimestamp != nil {
 		return Booking{}, false
 	}
@@ -59,9 +59,9 @@ func bookedFor(l *jumpstarterv1alpha1.Lease, exporterLabels labels.Set) (Booking
 	return Booking{Name: l.Name, Begin: begin}, true
 }
 
-// sortBookings orders bookings by begin time, then name: the order in which the ceiling
+// SortBookings orders bookings by begin time, then name: the order in which the ceiling
 // serves them.
-func sortBookings(b []Booking) {
+func SortBookings(b []Booking) {
 	sort.Slice(b, func(i, j int) bool {
 		if !b[i].Begin.Equal(b[j].Begin) {
 			return b[i].Begin.Before(b[j].Begin)

@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"sort"
@@ -113,6 +113,10 @@ func (i *Instance) Failed() bool {
 	return false
 }
 
+// Foreign reports an instance that another controller (upstream's) created: it has none of
+// our labels.
+func (i *Instance) Foreign() bool { return i.Exporter.Labels[LabelSet] == "" }
+
 // HasPod reports whether any Pod (in any state) exists for the instance.
 func (i *Instance) HasPod() bool { return len(i.Pods) > 0 }
 
@@ -120,7 +124,7 @@ func podTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// sortInstances orders instances by name, so every step sees them in the same order.
-func sortInstances(in []*Instance) {
+// SortInstances orders instances by name, so every step sees them in the same order.
+func SortInstances(in []*Instance) {
 	sort.Slice(in, func(a, b int) bool { return in[a].Name() < in[b].Name() })
 }

@@ -1,4 +1,4 @@
-package exporterset
+package pool
 
 import (
 	"fmt"
@@ -27,11 +27,11 @@ func benchPool(n int) []*Instance {
 
 func BenchmarkComputeStatus(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
-		pool := benchPool(n)
+		instances := benchPool(n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ComputeStatus(pool, nil)
+				ComputeStatus(instances, nil)
 			}
 		})
 	}
@@ -39,8 +39,8 @@ func BenchmarkComputeStatus(b *testing.B) {
 
 func BenchmarkPlanScale(b *testing.B) {
 	for _, n := range []int{10, 1000, 10000} {
-		pool := benchPool(n)
-		in := input(int32(n/2), 0, int32(n/10), pool...)
+		instances := benchPool(n)
+		in := input(int32(n/2), 0, int32(n/10), instances...)
 		since := in.Now.Add(-time.Hour)
 		in.SurplusSince = &since
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
