@@ -45,11 +45,11 @@ func degradedCondition(cond condFunc, now time.Time, res passResult) metav1.Cond
 	case act.podErr() != nil:
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "starting pods: %v", act.podErr())
 	case fs.Failing > 0:
-		return cond(vtv1alpha1.ConditionDegraded, true, fs.Reason, "%s%s", fs.message(), bo.suffix(now))
+		return cond(vtv1alpha1.ConditionDegraded, true, fs.Reason, "%s%s", fs.message(), bo.Suffix(now))
 	case bo.Failures > 0:
 		// Also once the delay has passed: the replacements being tried now have not shown the
 		// spec works yet, and "no problems" between two crashes would be a lie.
-		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonBackingOff, "%s", bo.message(now))
+		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonBackingOff, "%s", bo.Message(now))
 	case res.counts.PodsFailed > 0:
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonPodsFailing, "%d instance pods failed; they are being replaced", res.counts.PodsFailed)
 	}
@@ -67,7 +67,7 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 	case pl == nil:
 		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonAsExpected, "nothing planned")
 	case pl.BackingOff:
-		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonBackingOff, "%s", res.health.backoff.message(now))
+		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonBackingOff, "%s", res.health.backoff.Message(now))
 	case pl.Outdated > 0:
 		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonRollingInstances,
 			"rolling to the new spec: %d idle instances of an older spec left, each retired once a new one is available in its place; creating %d", pl.Outdated, pl.Create)
@@ -109,8 +109,8 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 			return vtv1alpha1.ReasonCredentialsMissing, res.external.credentials
 		case fs.Failing > 0:
 			return fs.Reason, fs.message()
-		case bo.active(now):
-			return vtv1alpha1.ReasonBackingOff, bo.message(now)
+		case bo.Active(now):
+			return vtv1alpha1.ReasonBackingOff, bo.Message(now)
 		case act.caProblem != "":
 			return vtv1alpha1.ReasonCABundleMissing, act.caProblem
 		case len(act.credMissing()) > 0:

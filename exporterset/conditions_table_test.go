@@ -61,10 +61,10 @@ func TestDegradedCondition(t *testing.T) {
 		}, want: condWant{T, vtv1alpha1.ReasonProvisionerError, "starting pods: forbidden by policy"}},
 		{name: "failing instances", instances: failingPool, want: condWant{T, vtv1alpha1.ReasonImagePullFailed, "1 of 1 instances cannot pull an image"}},
 		{name: "backing off, nothing failing now", edit: func(p *condInput) {
-			p.res.health.backoff = Backoff{Failures: 2, Until: p.now.Add(time.Minute)}
+			p.res.health.backoff = pool.Backoff{Failures: 2, Until: p.now.Add(time.Minute)}
 		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "next attempt at"}},
 		{name: "retrying after the backoff, no instance ready since", edit: func(p *condInput) {
-			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
+			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "3 consecutive instance failures; trying again since"}},
 		{name: "failed Pods being replaced", instances: []*pool.Instance{instance("a", pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
 	}
@@ -94,7 +94,7 @@ func TestProgressingCondition(t *testing.T) {
 		}, want: condWant{F, vtv1alpha1.ReasonInvalidParameters, "blocked: parameters.arch: bad"}},
 		{name: "backing off", edit: func(p *condInput) {
 			p.res.plan.BackingOff = true
-			p.res.health.backoff = Backoff{Failures: 1, Until: p.now.Add(2 * time.Second)}
+			p.res.health.backoff = pool.Backoff{Failures: 1, Until: p.now.Add(2 * time.Second)}
 		}, want: condWant{F, vtv1alpha1.ReasonBackingOff, ""}},
 		{name: "rolling", edit: func(p *condInput) { p.res.plan.Outdated, p.res.plan.Create = 2, 1 },
 			want: condWant{T, vtv1alpha1.ReasonRollingInstances, "2 idle instances of an older spec left"}},

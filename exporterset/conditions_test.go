@@ -78,10 +78,10 @@ func TestAvailableTruthTable(t *testing.T) {
 		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, instance("a", ready, leased("l1")), instance("b", ready, leased("l2"))),
 			want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
-			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(time.Minute)}
+			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(time.Minute)}
 		}, wantReason: vtv1alpha1.ReasonBackingOff},
 		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
-			p.res.health.backoff = Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
+			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *condInput) {
 			p.res.act.configured = []configureResult{{credMissing: "credential Secret x-token of x not found"}}
@@ -119,7 +119,7 @@ func TestAvailableTruthTable(t *testing.T) {
 // count, and the backoff's next attempt; failures rank below a blocker.
 func TestDegradedFailures(t *testing.T) {
 	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
-	p.res.health.backoff = Backoff{Failures: 2, Until: p.now.Add(4 * time.Second)}
+	p.res.health.backoff = pool.Backoff{Failures: 2, Until: p.now.Add(4 * time.Second)}
 	c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded)
 	if c.Status != metav1.ConditionTrue || c.Reason != string(vtv1alpha1.ReasonImagePullFailed) {
 		t.Fatalf("Degraded=%s %s, want True ImagePullFailed", c.Status, c.Reason)
@@ -135,7 +135,7 @@ func TestDegradedFailures(t *testing.T) {
 	}
 	// No failing instance left (replaced), but still backing off: said as such.
 	p = conditionPass(0, 1, vtv1alpha1.BindingImmediate)
-	p.res.health.backoff = Backoff{Failures: 4, Until: p.now.Add(time.Minute), Last: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
+	p.res.health.backoff = pool.Backoff{Failures: 4, Until: p.now.Add(time.Minute), Last: &pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Message: "exit code 1"}, LastName: "x"}
 	p.res.plan.BackingOff = true
 	conds := p.conditions()
 	for _, typ := range []string{vtv1alpha1.ConditionDegraded, vtv1alpha1.ConditionProgressing} {

@@ -199,7 +199,7 @@ func TestFailureBackoff(t *testing.T) {
 	}
 	now := epoch
 	// Each new failing instance doubles the wait; the same instance seen again does not count.
-	var b Backoff
+	var b pool.Backoff
 	for i, want := range []time.Duration{2, 4, 8, 16, 20, 20} {
 		name := string(rune('a' + i))
 		b = observeFixtures(m, "ns/s", "v1", now, []*pool.Instance{crashing(name)}, base, limit)
@@ -207,15 +207,15 @@ func TestFailureBackoff(t *testing.T) {
 		if got := b.Until.Sub(now); got != want*time.Second || b.Failures != i+1 {
 			t.Fatalf("failure %d: waits %s with %d failures, want %s", i+1, got, b.Failures, want*time.Second)
 		}
-		if !b.active(now) || b.active(b.Until) {
-			t.Fatalf("failure %d: active at now=%v, at until=%v", i+1, b.active(now), b.active(b.Until))
+		if !b.Active(now) || b.Active(b.Until) {
+			t.Fatalf("failure %d: active at now=%v, at until=%v", i+1, b.Active(now), b.Active(b.Until))
 		}
 	}
-	if !strings.Contains(b.message(now), "next attempt at 2026-01-01T00:00:20Z") {
-		t.Errorf("message %q does not say when the next attempt is", b.message(now))
+	if !strings.Contains(b.Message(now), "next attempt at 2026-01-01T00:00:20Z") {
+		t.Errorf("message %q does not say when the next attempt is", b.Message(now))
 	}
 	// A change of the set or class resets it at once.
-	if b = observeFixtures(m, "ns/s", "v2", now, nil, base, limit); b.Failures != 0 || b.active(now) {
+	if b = observeFixtures(m, "ns/s", "v2", now, nil, base, limit); b.Failures != 0 || b.Active(now) {
 		t.Errorf("after a spec change: %+v", b)
 	}
 	// So does an instance becoming ready.

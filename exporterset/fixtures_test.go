@@ -99,6 +99,6 @@ func problemsOf(instances []*pool.Instance) pool.Problems {
 }
 
 // observeFixtures is failureMemory.observe with the fixture instances' problems.
-func observeFixtures(m failureMemory, key, version string, now time.Time, instances []*pool.Instance, base, limit time.Duration) Backoff {
+func observeFixtures(m failureMemory, key, version string, now time.Time, instances []*pool.Instance, base, limit time.Duration) pool.Backoff {
 	return m.observe(key, version, now, instances, problemsOf(instances), base, limit)
 }

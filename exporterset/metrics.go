@@ -101,7 +101,7 @@ func (m *metrics) observeStatus(ns, name string, mem *setMetrics, c pool.Counts,
 }
 
 // observeFailures counts the problems new this pass and whether the set backs off.
-func (m *metrics) observeFailures(ns, name string, b Backoff, now time.Time) {
+func (m *metrics) observeFailures(ns, name string, b pool.Backoff, now time.Time) {
 	if m == nil {
 		return
 	}
@@ -109,7 +109,7 @@ func (m *metrics) observeFailures(ns, name string, b Backoff, now time.Time) {
 		m.failures.WithLabelValues(ns, name, string(pr.Reason)).Inc()
 	}
 	v := 0.0
-	if b.active(now) {
+	if b.Active(now) {
 		v = 1
 	}
 	m.backingOff.WithLabelValues(ns, name).Set(v)

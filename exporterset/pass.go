@@ -64,11 +64,11 @@ func blocked(reason vtv1alpha1.ConditionReason, format string, args ...any) *blo
 type health struct {
 	problems pool.Problems
 	failures failureSummary
-	backoff  Backoff
+	backoff  pool.Backoff
 }
 
 // failing reports whether instances fail or the set backs off after failures.
-func (h health) failing(now time.Time) bool { return h.failures.Failing > 0 || h.backoff.active(now) }
+func (h health) failing(now time.Time) bool { return h.failures.Failing > 0 || h.backoff.Active(now) }
 
 // configureResult is what configuring one live instance met.
 type configureResult struct {

@@ -1,7 +1,6 @@
 package exporterset
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -17,43 +16,6 @@ const (
 	DefaultFailureBackoffBase = 2 * time.Second
 	DefaultFailureBackoffCap  = 5 * time.Minute
 )
-
-// Backoff is what a pass needs to know of a set's failure backoff.
-type Backoff struct {
-	// Failures counts consecutive failures; 0 when none (no backoff).
-	Failures int
-	// Until is when new instances and Pods may be started again; zero when not backing off.
-	Until time.Time
-	// Last is the most recent counted failure and its instance, for the message.
-	Last     *pool.Problem
-	LastName string
-	// New are the problems first seen this pass (for the failures metric).
-	New []*pool.Problem
-}
-
-// active reports whether the set must wait at now.
-func (b Backoff) active(now time.Time) bool { return b.Failures > 0 && now.Before(b.Until) }
-
-// message says why the set waits and until when, or, once the delay has passed, that it is
-// trying again with no instance ready since.
-func (b Backoff) message(now time.Time) string {
-	msg := fmt.Sprintf("%d consecutive instance failures; next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
-	if !b.active(now) {
-		msg = fmt.Sprintf("%d consecutive instance failures; trying again since %s, and no instance has become ready since the first", b.Failures, b.Until.UTC().Format(time.RFC3339))
-	}
-	if b.Last != nil {
-		msg += fmt.Sprintf("; last: instance %s: %s: %s", b.LastName, b.Last.Reason, b.Last.Message)
-	}
-	return msg
-}
-
-// suffix is the backoff note added to a failure message, "" when not backing off.
-func (b Backoff) suffix(now time.Time) string {
-	if !b.active(now) {
-		return ""
-	}
-	return fmt.Sprintf("; backing off after %d consecutive failures: next attempt at %s", b.Failures, b.Until.UTC().Format(time.RFC3339))
-}
 
 // failureMemory is the reconciler's memory of instance failures: per set the consecutive
 // count and the last failure, per instance whether it was ever ready (a failure counts only
@@ -84,12 +46,12 @@ type instanceFailures struct {
 // observe updates a set's memory from its instances (their Problems already diagnosed) and
 // returns the backoff state. version identifies the set's and class's specs: a person who
 // fixes an image must not wait out the cap. An instance newly ready also resets the count.
-func (m failureMemory) observe(key, version string, now time.Time, instances []*pool.Instance, problems pool.Problems, base, limit time.Duration) Backoff {
+func (m failureMemory) observe(key, version string, now time.Time, instances []*pool.Instance, problems pool.Problems, base, limit time.Duration) pool.Backoff {
 	s := m.sets.setOrPut(key, func() *setFailures { return &setFailures{} })
 	if s.version != version {
 		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
 	}
-	var out Backoff
+	var out pool.Backoff
 	for _, in := range instances {
 		uid := in.Exporter.UID
 		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
@@ -121,7 +83,7 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 	}
 	out.Failures, out.Last, out.LastName = s.consecutive, s.last, s.lastName
 	if s.consecutive > 0 {
-		out.Until = s.lastAt.Add(BackoffDelay(s.consecutive, base, limit))
+		out.Until = s.lastAt.Add(pool.BackoffDelay(s.consecutive, base, limit))
 	}
 	return out
 }
@@ -134,13 +96,4 @@ func failureKey(in *pool.Instance) types.UID {
 		return in.Exporter.UID + "/" + pod.UID
 	}
 	return in.Exporter.UID
-}
-
-// BackoffDelay is base * 2^(n-1), capped at limit.
-func BackoffDelay(n int, base, limit time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	return min(d, limit)
 }
