@@ -229,7 +229,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		if r.useExpectations {
 			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
 		}
-		r.metrics.countCreated(p.set.Namespace, p.set.Name, len(created))
+		r.metrics.CountCreated(p.set.Namespace, p.set.Name, len(created))
 		if err != nil {
 			r.warning(p.set, nil, eventCreateFailed, "Create", "creating instances: %v", err)
 			return seq, err

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -34,7 +35,7 @@ func checkCond(t *testing.T, c metav1.Condition, want condWant) {
 // first: blocked, CA, credentials, failed creates, Pod errors, failures, backoff, failed Pods.
 func TestDegradedCondition(t *testing.T) {
 	T, F := metav1.ConditionTrue, metav1.ConditionFalse
-	failingPool := []*pool.Instance{instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))}
+	failingPool := []*pool.Instance{fixture.Instance("a", fixture.Pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))}
 	cases := []struct {
 		name      string
 		instances []*pool.Instance
@@ -66,7 +67,7 @@ func TestDegradedCondition(t *testing.T) {
 		{name: "retrying after the backoff, no instance ready since", edit: func(p *condInput) {
 			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: condWant{T, vtv1alpha1.ReasonBackingOff, "3 consecutive instance failures; trying again since"}},
-		{name: "failed Pods being replaced", instances: []*pool.Instance{instance("a", pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
+		{name: "failed Pods being replaced", instances: []*pool.Instance{fixture.Instance("a", fixture.Pod("Failed"))}, want: condWant{T, vtv1alpha1.ReasonPodsFailing, "1 instance pods failed"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,12 +101,12 @@ func TestProgressingCondition(t *testing.T) {
 			want: condWant{T, vtv1alpha1.ReasonRollingInstances, "2 idle instances of an older spec left"}},
 		{name: "creating", edit: func(p *condInput) { p.res.plan.Create, p.res.plan.Wanted = 3, 5 },
 			want: condWant{T, vtv1alpha1.ReasonCreatingInstances, "creating 3 instances (want 5)"}},
-		{name: "retiring", edit: func(p *condInput) { p.res.plan.Retire = []*pool.Instance{instance("a")} },
+		{name: "retiring", edit: func(p *condInput) { p.res.plan.Retire = []*pool.Instance{fixture.Instance("a")} },
 			want: condWant{T, vtv1alpha1.ReasonRetiringInstances, "retiring 1, removing 0"}},
 		{name: "waiting for credentials", edit: func(p *condInput) {
 			p.res.act.configured = []configureResult{{waitingCred: true}, {}, {waitingCred: true}}
 		}, want: condWant{T, vtv1alpha1.ReasonWaitingForCredentials, "2 instances wait"}},
-		{name: "instances not ready", instances: []*pool.Instance{instance("a", pod("Pending"))},
+		{name: "instances not ready", instances: []*pool.Instance{fixture.Instance("a", fixture.Pod("Pending"))},
 			want: condWant{T, vtv1alpha1.ReasonWaitingForInstances, "1 instances are not ready yet"}},
 		{name: "cooling down", edit: func(p *condInput) {
 			since := p.now

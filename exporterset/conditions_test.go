@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -31,15 +32,15 @@ func (c *condInput) conditions() []metav1.Condition {
 func conditionPass(minR, minAvail int32, binding vtv1alpha1.BindingMode, instances ...*pool.Instance) *condInput {
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Generation: 3}}
 	set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = minR, minAvail
-	return &condInput{set: set, binding: binding, now: epoch.Add(time.Hour), res: passResult{
-		counts: pool.ComputeStatus(instances, problemsOf(instances)),
-		health: health{failures: summarizeFailures(instances, problemsOf(instances)), problems: problemsOf(instances)},
+	return &condInput{set: set, binding: binding, now: fixture.Epoch.Add(time.Hour), res: passResult{
+		counts: pool.ComputeStatus(instances, fixture.ProblemsOf(instances)),
+		health: health{failures: summarizeFailures(instances, fixture.ProblemsOf(instances)), problems: fixture.ProblemsOf(instances)},
 		plan:   &pool.Plan{},
 	}}
 }
 
-func problem(reason vtv1alpha1.ConditionReason) trait {
-	return withProblem(&pool.Problem{Reason: reason, Message: "kubelet says " + string(reason)})
+func problem(reason vtv1alpha1.ConditionReason) fixture.Trait {
+	return fixture.WithProblem(&pool.Problem{Reason: reason, Message: "kubelet says " + string(reason)})
 }
 
 // TestAvailableTruthTable: Available is True only when the set is not blocked, the warm
@@ -55,27 +56,27 @@ func TestAvailableTruthTable(t *testing.T) {
 		wantReason vtv1alpha1.ConditionReason
 	}{
 		{name: "empty pool asked for nothing", p: conditionPass(0, 0, imm), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "buffer met", p: conditionPass(0, 1, imm, instance("a", ready)), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "buffer not met", p: conditionPass(0, 2, imm, instance("a", ready), instance("b")), wantReason: vtv1alpha1.ReasonWarmBufferNotMet},
+		{name: "buffer met", p: conditionPass(0, 1, imm, fixture.Instance("a", fixture.Ready)), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "buffer not met", p: conditionPass(0, 2, imm, fixture.Instance("a", fixture.Ready), fixture.Instance("b")), wantReason: vtv1alpha1.ReasonWarmBufferNotMet},
 		{name: "class missing, buffer 0", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
 			p.binding = ""
 			p.res.blocked = blocked(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found", "gone")
 		}, wantReason: vtv1alpha1.ReasonClassNotFound},
-		{name: "blocked even with instances available", p: conditionPass(0, 1, imm, instance("a", ready)), edit: func(p *condInput) {
+		{name: "blocked even with instances available", p: conditionPass(0, 1, imm, fixture.Instance("a", fixture.Ready)), edit: func(p *condInput) {
 			p.res.blocked = blocked(vtv1alpha1.ReasonInvalidParameters, "spec.parameters.arch: bad")
 		}, wantReason: vtv1alpha1.ReasonInvalidParameters},
-		{name: "buffer 0, image cannot be pulled", p: conditionPass(0, 0, imm, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
+		{name: "buffer 0, image cannot be pulled", p: conditionPass(0, 0, imm, fixture.Instance("a", fixture.Pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
 			wantReason: vtv1alpha1.ReasonImagePullFailed},
 		{name: "buffer 0, every target crash-loops (registered)", p: conditionPass(0, 0, imm,
-			instance("a", ready, problem(vtv1alpha1.ReasonTargetCrashing)), instance("b", ready, problem(vtv1alpha1.ReasonTargetCrashing))),
+			fixture.Instance("a", fixture.Ready, problem(vtv1alpha1.ReasonTargetCrashing)), fixture.Instance("b", fixture.Ready, problem(vtv1alpha1.ReasonTargetCrashing))),
 			wantReason: vtv1alpha1.ReasonTargetCrashing},
-		{name: "buffer 1 met by a crash-looping instance is not met", p: conditionPass(0, 1, imm, instance("a", ready, problem(vtv1alpha1.ReasonTargetCrashing))),
+		{name: "buffer 1 met by a crash-looping instance is not met", p: conditionPass(0, 1, imm, fixture.Instance("a", fixture.Ready, problem(vtv1alpha1.ReasonTargetCrashing))),
 			wantReason: vtv1alpha1.ReasonTargetCrashing},
 		{name: "buffer met while another instance fails: can serve, Degraded says the rest", p: conditionPass(0, 1, imm,
-			instance("a", ready), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonUnschedulable))), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "floor not served by ready instances", p: conditionPass(2, 0, imm, instance("a", ready), instance("b", pod("Pending"))),
+			fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Pod("Pending"), problem(vtv1alpha1.ReasonUnschedulable))), want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
+		{name: "floor not served by ready instances", p: conditionPass(2, 0, imm, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Pod("Pending"))),
 			wantReason: vtv1alpha1.ReasonFloorNotMet},
-		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, instance("a", ready, leased("l1")), instance("b", ready, leased("l2"))),
+		{name: "floor served by leased ready instances", p: conditionPass(2, 0, imm, fixture.Instance("a", fixture.Ready, fixture.Leased("l1")), fixture.Instance("b", fixture.Ready, fixture.Leased("l2"))),
 			want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "backing off with nothing available", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
 			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(time.Minute)}
@@ -83,13 +84,13 @@ func TestAvailableTruthTable(t *testing.T) {
 		{name: "a backoff that ended holds nothing", p: conditionPass(0, 0, imm), edit: func(p *condInput) {
 			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
-		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, instance("a")), edit: func(p *condInput) {
+		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, fixture.Instance("a")), edit: func(p *condInput) {
 			p.res.act.configured = []configureResult{{credMissing: "credential Secret x-token of x not found"}}
 		}, wantReason: vtv1alpha1.ReasonCredentialsMissing},
-		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
-		{name: "WaitForFirstConsumer: leased instances wait for no consumer", p: conditionPass(0, 1, wffc, instance("a", ready, leased("l"))),
+		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, fixture.Instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
+		{name: "WaitForFirstConsumer: leased instances wait for no consumer", p: conditionPass(0, 1, wffc, fixture.Instance("a", fixture.Ready, fixture.Leased("l"))),
 			wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
-		{name: "WaitForFirstConsumer: failing instances", p: conditionPass(0, 1, wffc, instance("a"), instance("b", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
+		{name: "WaitForFirstConsumer: failing instances", p: conditionPass(0, 1, wffc, fixture.Instance("a"), fixture.Instance("b", fixture.Pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed))),
 			wantReason: vtv1alpha1.ReasonImagePullFailed},
 		{name: "WaitForFirstConsumer: blocked", p: conditionPass(0, 0, wffc), edit: func(p *condInput) {
 			p.res.blocked = blocked(vtv1alpha1.ReasonProvisionerUnknown, "not served")
@@ -118,7 +119,7 @@ func TestAvailableTruthTable(t *testing.T) {
 // TestDegradedFailures: a failure is Degraded with its own reason, the quoted message, the
 // count, and the backoff's next attempt; failures rank below a blocker.
 func TestDegradedFailures(t *testing.T) {
-	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, instance("a", pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), instance("b", ready))
+	p := conditionPass(0, 1, vtv1alpha1.BindingImmediate, fixture.Instance("a", fixture.Pod("Pending"), problem(vtv1alpha1.ReasonImagePullFailed)), fixture.Instance("b", fixture.Ready))
 	p.res.health.backoff = pool.Backoff{Failures: 2, Until: p.now.Add(4 * time.Second)}
 	c := apimeta.FindStatusCondition(p.conditions(), vtv1alpha1.ConditionDegraded)
 	if c.Status != metav1.ConditionTrue || c.Reason != string(vtv1alpha1.ReasonImagePullFailed) {
@@ -148,7 +149,7 @@ func TestDegradedFailures(t *testing.T) {
 
 // ScalingLimited carries the plan's note on bookings, naming those the ceiling leaves waiting.
 func TestScalingLimitedNamesWaitingBookings(t *testing.T) {
-	now := epoch.Add(time.Hour)
+	now := fixture.Epoch.Add(time.Hour)
 	in := pool.PlanInput{MaxReplicas: 2, Cooldown: 5 * time.Minute, Recycle: vtv1alpha1.RecycleExitAndReplace,
 		Binding: vtv1alpha1.BindingImmediate, SpecHash: "h1", Now: now, LeadTime: time.Minute}
 	for i, d := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second} {

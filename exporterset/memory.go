@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -231,7 +232,7 @@ type memory struct {
 	failures     *memo[*setFailures]      // per set: consecutive failures, the backoff (backoff.go)
 	instFailures *memo[*instanceFailures] // per instance: ever ready, failure counted (backoff.go)
 	pruned       *memo[prunedFields]      // per set: status fields upstream's CRD drops (pruned.go)
-	metrics      *memo[*setMetrics]       // per set: the metrics' bookkeeping (metrics.go, slo.go)
+	metrics      *memo[*metrics.Set]      // per set: the metrics' bookkeeping (metrics.go, slo.go)
 }
 
 func newMemory() *memory {
@@ -243,7 +244,7 @@ func newMemory() *memory {
 	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
 	m.startup = newMemo[startupMemory](&m.clock)
 	m.expectations, m.failures, m.instFailures = newMemo[*setExpectations](&m.clock), newMemo[*setFailures](&m.clock), newMemo[*instanceFailures](&m.clock)
-	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*setMetrics](&m.clock)
+	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*metrics.Set](&m.clock)
 	return m
 }
 

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -77,15 +79,15 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.results.putInstance("ns/s", "u", configureResult{})
 	m.drivers.putInstance("ns/s", "u", driversEntry{})
 	m.configs.putInstance("ns/s", "u", configEntry{yaml: []byte("token: secret")})
-	m.podStarted("ns/s", "u", epoch)
+	m.podStarted("ns/s", "u", fixture.Epoch)
 	m.credentials.putSet("ns/s", credentialsEntry{data: map[string][]byte{"kubeconfig": []byte("secret")}})
-	m.inventory.putSet("ns/s", epoch)
+	m.inventory.putSet("ns/s", fixture.Epoch)
 	m.startup.putSet("ns/s", startupMemory{})
 	m.expectations.putSet("ns/s", newSetExpectations())
 	m.failures.putSet("ns/s", &setFailures{})
 	m.instFailures.putInstance("ns/s", "u", &instanceFailures{everReady: true})
 	m.pruned.putSet("ns/s", prunedFields{sequence: 7})
-	m.metrics.putSet("ns/s", &setMetrics{})
+	m.metrics.putSet("ns/s", &metrics.Set{})
 	if got, want := m.size(), len(m.all()); got != want {
 		t.Fatalf("%d entries, want one per memo (%d): a memo is missing from memory.all", got, want)
 	}

@@ -17,7 +17,7 @@ func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) 
 // WithMetrics registers the reconciler's metrics with reg (e.g. controller-runtime's
 // metrics.Registry). The default registers none.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(r *Reconciler) { r.metrics = newMetrics(reg) }
+	return func(r *Reconciler) { r.metricsReg = reg }
 }
 
 // WithClaimUnknownProvisioners makes the reconciler report ProvisionerUnknown on sets whose

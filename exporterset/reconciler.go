@@ -19,8 +19,10 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Reconciler keeps ExporterSets' pools. Create it with NewReconciler and add it to a manager
@@ -32,9 +34,10 @@ type Reconciler struct {
 
 	recorder          events.EventRecorder
 	clock             clock.PassiveClock
-	metrics           *metrics
-	expectations      expectations  // expectations.go, a view of memory
-	failureMemory     failureMemory // backoff.go, a view of memory
+	metrics           *metrics.Metrics
+	metricsReg        prometheus.Registerer // WithMetrics; nil: no metrics
+	expectations      expectations          // expectations.go, a view of memory
+	failureMemory     failureMemory         // backoff.go, a view of memory
 	backoffBase       time.Duration
 	backoffCap        time.Duration
 	registrationGrace time.Duration
@@ -96,6 +99,10 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 	}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.metricsReg != nil {
+		// After the options, so that an injected clock gives the start too.
+		r.metrics = metrics.New(r.metricsReg, r.clock.Now())
 	}
 	return r
 }
@@ -162,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // the rest) and its metric series.
 func (r *Reconciler) forget(set types.NamespacedName) {
 	r.memory.forget(set.String())
-	r.metrics.forgetSeries(set.Namespace, set.Name)
+	r.metrics.Forget(set.Namespace, set.Name)
 }
 
 // resyncInterval is how often a quiet set is looked at anyway: what is not watched (the CA
@@ -200,10 +207,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	res.health = r.diagnose(p, obs, res.external.states)
 	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
 	ms := r.metricsOf(keyOf(set))
-	r.metrics.observeStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
-	r.metrics.observeFailures(set.Namespace, set.Name, res.health.backoff, p.now)
-	r.metrics.observeSLO(set.Namespace, set.Name, ms, sloInput{now: p.now, instances: obs.Instances, problems: res.health.problems, leases: obs.Leases,
-		waiting: obs.WaitingLeases, binding: p.binding(), hash: p.hash})
+	r.metrics.ObserveStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
+	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)
+	r.metrics.ObserveSLO(set.Namespace, set.Name, ms, metrics.SLOInput{Now: p.now, Instances: obs.Instances, Problems: res.health.problems, Leases: obs.Leases,
+		Waiting: obs.WaitingLeases, Binding: p.binding(), Hash: p.hash})
 	if reqErr != nil {
 		return res, false, reqErr
 	}

@@ -46,7 +46,7 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance) err
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
 		p.events.add(eventRetiring, e.Name, patched)
-		r.metrics.countRetired(p.set.Namespace, p.set.Name, 1)
+		r.metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
 		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
 	_, err := r.remove(ctx, p, in)
@@ -154,7 +154,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	r.memory.configs.dropInstance(keyOf(p.set), e.UID) // it holds the token
 	if recycled {
 		p.events.add(eventRecycled, e.Name, e)
-		r.metrics.countRecycled(p.set.Namespace, p.set.Name, 1)
+		r.metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
 	} else {
 		p.events.add(eventRetired, e.Name, e)
 	}

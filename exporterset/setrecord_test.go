@@ -1,6 +1,7 @@
 package exporterset
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -23,17 +26,17 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 	r := NewReconciler(nil, nil, nil, WithMetrics(reg))
 	fill := func(name string) {
 		key := "ns/" + name
-		r.expectations.expectCreated(key, epoch, name+"-new")
-		r.expectations.expectRetiring(key, epoch, name+"-old")
-		crashing := instance(name+"-a", withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
-		observeFixtures(r.failureMemory, key, "v1", epoch, []*pool.Instance{crashing}, time.Second, time.Minute)
+		r.expectations.expectCreated(key, fixture.Epoch, name+"-new")
+		r.expectations.expectRetiring(key, fixture.Epoch, name+"-old")
+		crashing := fixture.Instance(name+"-a", fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
+		observeFixtures(r.failureMemory, key, "v1", fixture.Epoch, []*pool.Instance{crashing}, time.Second, time.Minute)
 		// Upstream's CRD dropped surplusSince and instanceSequence from the write.
 		set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
-		r.pruned.noteWrite(set, vtv1alpha1.ExporterSetStatus{ObservedGeneration: 1, InstanceSequence: 4, SurplusSince: ptr.To(metav1.NewTime(epoch))})
-		r.bookingLead(&pass{set: set, now: epoch, events: &passEvents{}}, &observation{Instances: []*pool.Instance{instance(name + "-b")}})
+		r.pruned.noteWrite(set, vtv1alpha1.ExporterSetStatus{ObservedGeneration: 1, InstanceSequence: 4, SurplusSince: ptr.To(metav1.NewTime(fixture.Epoch))})
+		r.bookingLead(&pass{set: set, now: fixture.Epoch, events: &passEvents{}}, &observation{Instances: []*pool.Instance{fixture.Instance(name + "-b")}})
 		ms := r.metricsOf(key)
-		r.metrics.observeStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{instance(name+"-a", ready, leased("l"))}, nil, epoch)
-		r.metrics.observeSLO("ns", name, ms, sloInput{now: epoch, instances: []*pool.Instance{instance(name+"-a", ready)}})
+		r.metrics.ObserveStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready, fixture.Leased("l"))}, nil, fixture.Epoch)
+		r.metrics.ObserveSLO("ns", name, ms, metrics.SLOInput{Now: fixture.Epoch, Instances: []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready)}})
 	}
 	fill("gone")
 	fill("kept")
@@ -46,8 +49,8 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 			t.Fatalf("store %s holds nothing of the set before its deletion (holding: %v)", s, held)
 		}
 	}
-	if metricSample(t, reg, "exporterset_replicas", map[string]string{"exporterset": "gone"}) == nil {
-		t.Fatal("no series of the set before its deletion")
+	if !slices.Contains(seriesOf(t, reg, "gone"), "exporterset_replicas") {
+		t.Fatalf("no exporterset_replicas series of the set before its deletion (series: %v)", seriesOf(t, reg, "gone"))
 	}
 
 	r.forget(types.NamespacedName{Namespace: "ns", Name: "gone"})
@@ -58,18 +61,8 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 	if r.memory.size() == 0 || len(StoresRemembering(r, "ns/kept")) < len(stores) {
 		t.Errorf("forgetting one set took another's: it is held by %v", StoresRemembering(r, "ns/kept"))
 	}
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "exporterset" && l.GetValue() == "gone" {
-					t.Errorf("series %s of the deleted set is left", f.GetName())
-				}
-			}
-		}
+	if left := seriesOf(t, reg, "gone"); len(left) != 0 {
+		t.Errorf("series %v of the deleted set are left", left)
 	}
 }
 
@@ -77,8 +70,8 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 // goes at the first sweep that does not see the instance; the set's own part stays.
 func TestSetRecordSweepsGoneInstances(t *testing.T) {
 	r := NewReconciler(nil, nil, nil)
-	crashing := instance("a", withProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
-	observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*pool.Instance{crashing, instance("b")}, time.Second, time.Minute)
+	crashing := fixture.Instance("a", fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
+	observeFixtures(r.failureMemory, "ns/s", "v1", fixture.Epoch, []*pool.Instance{crashing, fixture.Instance("b")}, time.Second, time.Minute)
 	if got := RememberedInstances(r, "ns/s"); len(got) != 2 {
 		t.Fatalf("remembered instances %v, want a and b", got)
 	}
@@ -86,7 +79,26 @@ func TestSetRecordSweepsGoneInstances(t *testing.T) {
 	if got := RememberedInstances(r, "ns/s"); len(got) != 1 || !got[crashing.Exporter.UID] {
 		t.Errorf("after b went: remembered %v, want only a", got)
 	}
-	if b := observeFixtures(r.failureMemory, "ns/s", "v1", epoch, []*pool.Instance{crashing}, time.Second, time.Minute); b.Failures != 1 {
+	if b := observeFixtures(r.failureMemory, "ns/s", "v1", fixture.Epoch, []*pool.Instance{crashing}, time.Second, time.Minute); b.Failures != 1 {
 		t.Errorf("the sweep lost the set's failure count: %d, want 1", b.Failures)
 	}
+}
+
+// seriesOf names the metric families with a series of the set named set.
+func seriesOf(t *testing.T, reg *prometheus.Registry, set string) (out []string) {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "exporterset" && l.GetValue() == set && !slices.Contains(out, f.GetName()) {
+					out = append(out, f.GetName())
+				}
+			}
+		}
+	}
+	return out
 }

@@ -13,18 +13,19 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // bootedAt makes an instance whose Pod was created podAfter after the Exporter and which
 // became Registered and Online onlineAfter after the Exporter.
 func bootedAt(name string, podAfter, onlineAfter time.Duration) *pool.Instance {
-	in := instance(name)
+	in := fixture.Instance(name)
 	in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pod-" + name),
-		CreationTimestamp: metav1.NewTime(epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
+		CreationTimestamp: metav1.NewTime(fixture.Epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 	for _, typ := range []string{jumpstarterv1alpha1.ExporterConditionRegistered, jumpstarterv1alpha1.ExporterConditionOnline} {
 		in.Exporter.Status.Conditions = append(in.Exporter.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue,
-			Reason: "Sim", LastTransitionTime: metav1.NewTime(epoch.Add(onlineAfter))})
+			Reason: "Sim", LastTransitionTime: metav1.NewTime(fixture.Epoch.Add(onlineAfter))})
 	}
 	return in
 }
@@ -32,7 +33,7 @@ func bootedAt(name string, podAfter, onlineAfter time.Duration) *pool.Instance {
 func TestBookingLeadOverride(t *testing.T) {
 	rec := &countingRecorder{}
 	r := &Reconciler{memory: newMemory(), recorder: rec}
-	p := &pass{set: &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}, now: epoch.Add(10 * time.Second),
+	p := &pass{set: &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}, now: fixture.Epoch.Add(10 * time.Second),
 		class: &vtv1alpha1.VirtualTargetClass{}}
 	obs := &observation{}
 	if got := r.bookingLead(p, obs); got != DefaultBookingLeadTime {

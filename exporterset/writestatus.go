@@ -42,7 +42,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
-	r.metrics.observeConditions(p.set.Namespace, p.set.Name, st.Conditions)
+	r.metrics.ObserveConditions(p.set.Namespace, p.set.Name, st.Conditions)
 	if statusEqual(orig.Status, st) || r.pruned.unchangedAsStored(p.set, orig.Status, st) {
 		return nil
 	}

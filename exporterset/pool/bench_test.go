@@ -1,25 +1,28 @@
-package pool
+package pool_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // benchPool is a realistic pool: a third leased, a third idle, the rest booting or retiring.
-func benchPool(n int) []*Instance {
-	out := make([]*Instance, n)
+func benchPool(n int) []*pool.Instance {
+	out := make([]*pool.Instance, n)
 	for i := range out {
 		name := fmt.Sprintf("i%05d", i)
 		switch i % 6 {
 		case 0, 1:
-			out[i] = instance(name, ready, leased("l"+name))
+			out[i] = fixture.Instance(name, fixture.Ready, fixture.Leased("l"+name))
 		case 2, 3:
-			out[i] = instance(name, ready, createdAt(time.Duration(i)*time.Second))
+			out[i] = fixture.Instance(name, fixture.Ready, fixture.CreatedAt(time.Duration(i)*time.Second))
 		case 4:
-			out[i] = instance(name)
+			out[i] = fixture.Instance(name)
 		default:
-			out[i] = instance(name, ready, retiring)
+			out[i] = fixture.Instance(name, fixture.Ready, fixture.Retiring)
 		}
 	}
 	return out
@@ -31,7 +34,7 @@ func BenchmarkComputeStatus(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				ComputeStatus(instances, nil)
+				pool.ComputeStatus(instances, nil)
 			}
 		})
 	}
@@ -46,7 +49,7 @@ func BenchmarkPlanScale(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				PlanScale(in)
+				pool.PlanScale(in)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -15,29 +17,29 @@ var statusPodPhases = []corev1.PodPhase{"", corev1.PodPending, corev1.PodRunning
 
 // instancesFromBytes decodes a pool: two bytes per instance, the first a set of traits, the
 // second its Pods (up to three, each phase from three bits).
-func instancesFromBytes(data []byte) []*Instance {
-	var out []*Instance
+func instancesFromBytes(data []byte) []*pool.Instance {
+	var out []*pool.Instance
 	for i := 0; i+1 < len(data) && len(out) < 64; i += 2 {
 		a, b := data[i], data[i+1]
-		var traits []trait
-		for bit, tr := range []trait{online, registered, disabled, retiring, deleting} {
+		var traits []fixture.Trait
+		for bit, tr := range []fixture.Trait{fixture.Online, fixture.Registered, fixture.Disabled, fixture.Retiring, fixture.Deleting} {
 			if a&(1<<bit) != 0 {
 				traits = append(traits, tr)
 			}
 		}
 		if a&(1<<5) != 0 {
-			traits = append(traits, leased(fmt.Sprint("l", i)))
+			traits = append(traits, fixture.Leased(fmt.Sprint("l", i)))
 		}
 		for k := 0; k < int(b&3); k++ {
-			traits = append(traits, pod(statusPodPhases[int(b>>(2+k*2))%len(statusPodPhases)]))
+			traits = append(traits, fixture.Pod(statusPodPhases[int(b>>(2+k*2))%len(statusPodPhases)]))
 		}
-		out = append(out, instance(fmt.Sprint("i", i/2), traits...))
+		out = append(out, fixture.Instance(fmt.Sprint("i", i/2), traits...))
 	}
 	return out
 }
 
 // addCounts adds the counters of b to a (conditions, selector and clocks are not counters).
-func addCounts(a, b Counts) Counts {
+func addCounts(a, b pool.Counts) pool.Counts {
 	a.Replicas += b.Replicas
 	a.ReadyReplicas += b.ReadyReplicas
 	a.AvailableReplicas += b.AvailableReplicas
@@ -56,7 +58,7 @@ func addCounts(a, b Counts) Counts {
 
 // checkStatusInvariants checks the relations between the counters that follow from their
 // definitions (see ComputeStatus), whatever the pool.
-func checkStatusInvariants(t *testing.T, in []*Instance, s Counts) {
+func checkStatusInvariants(t *testing.T, in []*pool.Instance, s pool.Counts) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -123,14 +125,14 @@ func FuzzComputeStatus(f *testing.F) {
 	f.Add([]byte("a fuzzed pool of several instances"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := instancesFromBytes(data)
-		before := make([]*Instance, len(in))
+		before := make([]*pool.Instance, len(in))
 		for i, x := range in {
-			before[i] = &Instance{Exporter: x.Exporter.DeepCopy()}
+			before[i] = &pool.Instance{Exporter: x.Exporter.DeepCopy()}
 			for _, p := range x.Pods {
 				before[i].Pods = append(before[i].Pods, p.DeepCopy())
 			}
 		}
-		s := ComputeStatus(in, problemsOf(in))
+		s := pool.ComputeStatus(in, fixture.ProblemsOf(in))
 		checkStatusInvariants(t, in, s)
 		for i := range in {
 			if !reflect.DeepEqual(before[i], in[i]) {
@@ -140,13 +142,13 @@ func FuzzComputeStatus(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		shuffled := append([]*Instance(nil), in...)
+		shuffled := append([]*pool.Instance(nil), in...)
 		rand.New(rand.NewSource(int64(len(data)))).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if d := cmp.Diff(s, ComputeStatus(shuffled, problemsOf(shuffled))); d != "" {
+		if d := cmp.Diff(s, pool.ComputeStatus(shuffled, fixture.ProblemsOf(shuffled))); d != "" {
 			t.Fatalf("the order of instances changed the status (-in order +shuffled):\n%s", d)
 		}
 		cut := int(data[0]) % (len(in) + 1)
-		if d := cmp.Diff(s, addCounts(ComputeStatus(in[:cut], problemsOf(in[:cut])), ComputeStatus(in[cut:], problemsOf(in[cut:])))); d != "" {
+		if d := cmp.Diff(s, addCounts(pool.ComputeStatus(in[:cut], fixture.ProblemsOf(in[:cut])), pool.ComputeStatus(in[cut:], fixture.ProblemsOf(in[cut:])))); d != "" {
 			t.Fatalf("the counts of a pool split at %d do not add up (-whole +sum):\n%s", cut, d)
 		}
 	})

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"testing"
@@ -6,32 +6,34 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestMeasureStartup(t *testing.T) {
-	now := epoch.Add(20 * time.Second)
+	now := fixture.Epoch.Add(20 * time.Second)
 	cases := []struct {
 		name    string
-		in      *Instance
+		in      *pool.Instance
 		binding vtv1alpha1.BindingMode
 		want    time.Duration
 		ok      bool
 	}{
 		{"Immediate: create to online", bootedAt("a", time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 5 * time.Second, true},
 		{"WaitForFirstConsumer: Pod start to online", bootedAt("a", 10*time.Second, 14*time.Second), vtv1alpha1.BindingWaitForFirstConsumer, 4 * time.Second, true},
-		{"not online yet", instance("a", pod(corev1.PodRunning)), vtv1alpha1.BindingImmediate, 0, false},
+		{"not online yet", fixture.Instance("a", fixture.Pod(corev1.PodRunning)), vtv1alpha1.BindingImmediate, 0, false},
 		{"online before its Pod: a restarted Pod", bootedAt("a", 10*time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
 		{"online too long ago to tell", bootedAt("a", 0, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
 	}
 	for _, c := range cases {
 		n := now
 		if c.name == "online too long ago to tell" {
-			n = epoch.Add(5*time.Second + startupFresh + time.Second)
+			n = fixture.Epoch.Add(5*time.Second + pool.StartupFresh + time.Second)
 		}
-		_, got, ok := measureStartup(c.in, c.binding, n)
+		_, got, ok := pool.MeasureStartup(c.in, c.binding, n)
 		if ok != c.ok || got != c.want {
 			t.Errorf("%s: %s %v, want %s %v", c.name, got, ok, c.want, c.ok)
 		}
@@ -39,15 +41,15 @@ func TestMeasureStartup(t *testing.T) {
 }
 
 func TestStartupLogLeadTime(t *testing.T) {
-	var log StartupLog
+	var log pool.StartupLog
 	if _, ok := log.LeadTime(); ok {
 		t.Fatal("a lead time before anything was measured")
 	}
-	now := epoch.Add(30 * time.Second)
-	instances := []*Instance{bootedAt("a", 0, 4*time.Second)}
+	now := fixture.Epoch.Add(30 * time.Second)
+	instances := []*pool.Instance{bootedAt("a", 0, 4*time.Second)}
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
-	if got, _ := log.LeadTime(); got != 4*time.Second+leadMarginMin {
-		t.Fatalf("lead after one 4 s start-up: %s, want 4 s + %s", got, leadMarginMin)
+	if got, _ := log.LeadTime(); got != 4*time.Second+pool.LeadMarginMin {
+		t.Fatalf("lead after one 4 s start-up: %s, want 4 s + %s", got, pool.LeadMarginMin)
 	}
 	// The same instance seen again, even after going offline and back, counts once.
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
@@ -55,19 +57,19 @@ func TestStartupLogLeadTime(t *testing.T) {
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
 	instances[0] = bootedAt("a", 0, 20*time.Second)
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
-	if len(log.samples) != 1 {
-		t.Fatalf("samples %v, want the one start-up", log.samples)
+	if len(log.Samples()) != 1 {
+		t.Fatalf("samples %v, want the one start-up", log.Samples())
 	}
 	// The 90th percentile with a quarter as margin: one slow outlier in 20 does not count.
-	for i := range startupSamples + 5 {
+	for i := range pool.StartupSamples + 5 {
 		d := 8 * time.Second
-		if i == startupSamples+4 {
+		if i == pool.StartupSamples+4 {
 			d = time.Minute
 		}
-		log = log.Record([]*Instance{bootedAt(string(rune('b'+i)), 0, d)}, vtv1alpha1.BindingImmediate, now)
+		log = log.Record([]*pool.Instance{bootedAt(string(rune('b'+i)), 0, d)}, vtv1alpha1.BindingImmediate, now)
 	}
-	if len(log.samples) != startupSamples {
-		t.Fatalf("%d samples kept, want the last %d", len(log.samples), startupSamples)
+	if len(log.Samples()) != pool.StartupSamples {
+		t.Fatalf("%d samples kept, want the last %d", len(log.Samples()), pool.StartupSamples)
 	}
 	if got, _ := log.LeadTime(); got != 10*time.Second {
 		t.Fatalf("lead %s, want 8 s + 2 s", got)
@@ -76,13 +78,13 @@ func TestStartupLogLeadTime(t *testing.T) {
 
 // bootedAt makes an instance whose Pod was created podAfter after the Exporter and which
 // became Registered and Online onlineAfter after the Exporter.
-func bootedAt(name string, podAfter, onlineAfter time.Duration) *Instance {
-	in := instance(name)
+func bootedAt(name string, podAfter, onlineAfter time.Duration) *pool.Instance {
+	in := fixture.Instance(name)
 	in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pod-" + name),
-		CreationTimestamp: metav1.NewTime(epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
+		CreationTimestamp: metav1.NewTime(fixture.Epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 	for _, typ := range []string{jumpstarterv1alpha1.ExporterConditionRegistered, jumpstarterv1alpha1.ExporterConditionOnline} {
 		in.Exporter.Status.Conditions = append(in.Exporter.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue,
-			Reason: "Sim", LastTransitionTime: metav1.NewTime(epoch.Add(onlineAfter))})
+			Reason: "Sim", LastTransitionTime: metav1.NewTime(fixture.Epoch.Add(onlineAfter))})
 	}
 	return in
 }

@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"testing"
@@ -12,6 +12,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // bookingSummary is what the booking table compares of a plan.
@@ -24,57 +26,60 @@ type bookingSummary struct {
 	RequeueAfter    time.Duration
 }
 
-func summarizeBookings(p Plan) bookingSummary {
+func summarizeBookings(p pool.Plan) bookingSummary {
 	var booked []string
 	for _, b := range p.Booked {
 		booked = append(booked, b.Name)
 	}
-	return bookingSummary{Wanted: p.Wanted, Create: p.Create, Retire: names(p.Retire), StartPods: names(p.StartPods),
+	return bookingSummary{Wanted: p.Wanted, Create: p.Create, Retire: fixture.Names(p.Retire), StartPods: fixture.Names(p.StartPods),
 		Limited: p.Limited, Booked: booked, Waiting: p.BookedWaiting, RequeueAfter: p.RequeueAfter}
 }
 
 // booked adds bookings beginning at now+in[i] (names b1, b2, ...) and a lead time.
-func booked(in PlanInput, lead time.Duration, begins ...time.Duration) PlanInput {
+func booked(in pool.PlanInput, lead time.Duration, begins ...time.Duration) pool.PlanInput {
 	in.LeadTime = lead
 	for i, d := range begins {
-		in.Bookings = append(in.Bookings, Booking{Name: "b" + string(rune('1'+i)), Begin: in.Now.Add(d)})
+		in.Bookings = append(in.Bookings, pool.Booking{Name: "b" + string(rune('1'+i)), Begin: in.Now.Add(d)})
 	}
-	SortBookings(in.Bookings)
+	pool.SortBookings(in.Bookings)
 	return in
 }
 
-func wffc(in PlanInput) PlanInput { in.Binding = vtv1alpha1.BindingWaitForFirstConsumer; return in }
+func wffc(in pool.PlanInput) pool.PlanInput {
+	in.Binding = vtv1alpha1.BindingWaitForFirstConsumer
+	return in
+}
 
 func TestPlanScaleBookings(t *testing.T) {
 	const lead = 10 * time.Second
 	cases := []struct {
 		name string
-		in   PlanInput
+		in   pool.PlanInput
 		want bookingSummary
 	}{
 		{
 			name: "lead window: a booking further ahead than the lead wants nothing yet, and wakes the set when it falls due",
-			in:   booked(input(0, 4, 1, instance("a", ready)), lead, 30*time.Second),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready)), lead, 30*time.Second),
 			want: bookingSummary{Wanted: 1, RequeueAfter: 20 * time.Second},
 		},
 		{
 			name: "lead window: a booking within the lead wants an instance on top of the buffer",
-			in:   booked(input(0, 4, 1, instance("a", ready)), lead, 8*time.Second),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready)), lead, 8*time.Second),
 			want: bookingSummary{Wanted: 2, Create: 1, Booked: []string{"b1"}},
 		},
 		{
 			name: "lead window: exactly at the lead counts",
-			in:   booked(input(0, 4, 1, instance("a", ready)), lead, lead),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready)), lead, lead),
 			want: bookingSummary{Wanted: 2, Create: 1, Booked: []string{"b1"}},
 		},
 		{
 			name: "a booking whose begin passed but which is not yet assigned still counts",
-			in:   booked(input(0, 4, 1, instance("a", ready), instance("b", ready)), lead, -time.Second),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready)), lead, -time.Second),
 			want: bookingSummary{Wanted: 2, Booked: []string{"b1"}},
 		},
 		{
 			name: "three bookings at the same instant on a buffer of 1: three more instances",
-			in:   booked(input(0, 8, 1, instance("a", ready)), lead, 5*time.Second, 5*time.Second, 5*time.Second),
+			in:   booked(input(0, 8, 1, fixture.Instance("a", fixture.Ready)), lead, 5*time.Second, 5*time.Second, 5*time.Second),
 			want: bookingSummary{Wanted: 4, Create: 3, Booked: []string{"b1", "b2", "b3"}},
 		},
 		{
@@ -84,7 +89,7 @@ func TestPlanScaleBookings(t *testing.T) {
 		},
 		{
 			name: "ceiling: bookings beyond maxReplicas are named as waiting, latest first to wait",
-			in: booked(input(0, 3, 1, instance("a", ready, leased("walk-in")), instance("b", ready)), lead,
+			in: booked(input(0, 3, 1, fixture.Instance("a", fixture.Ready, fixture.Leased("walk-in")), fixture.Instance("b", fixture.Ready)), lead,
 				3*time.Second, 2*time.Second, 4*time.Second),
 			// busy 1 + buffer 1 + 3 booked = 5 > 3; the ceiling leaves 2 instances for bookings
 			// (the buffer may serve one when it begins), so the latest (b3) waits.
@@ -92,49 +97,49 @@ func TestPlanScaleBookings(t *testing.T) {
 		},
 		{
 			name: "ceiling: waiting walk-in leases come before bookings",
-			in: withDemand(booked(input(0, 2, 0, instance("a", ready, leased("x"))), lead,
+			in: withDemand(booked(input(0, 2, 0, fixture.Instance("a", fixture.Ready, fixture.Leased("x"))), lead,
 				time.Second), 1),
 			want: bookingSummary{Wanted: 3, Create: 1, Limited: true, Booked: []string{"b1"}, Waiting: []string{"b1"}},
 		},
 		{
 			name: "walk-in theft: the instance prepared for a booking was leased by a walk-in: prepare another",
-			in:   booked(input(0, 4, 1, instance("a", ready), instance("b", ready, leased("walk-in"))), lead, 4*time.Second),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready, fixture.Leased("walk-in"))), lead, 4*time.Second),
 			want: bookingSummary{Wanted: 3, Create: 1, Booked: []string{"b1"}},
 		},
 		{
 			name: "booking begun and assigned: its instance is busy, the buffer stays, nothing new",
-			in:   input(0, 4, 1, instance("a", ready), instance("b", ready, leased("b1"))),
+			in:   input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready, fixture.Leased("b1"))),
 			want: bookingSummary{Wanted: 2},
 		},
 		{
 			name: "cancelled booking: the instance prepared for it is surplus and waits for the cooldown",
-			in:   input(0, 4, 1, instance("a", ready), instance("b", ready)),
+			in:   input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready)),
 			want: bookingSummary{Wanted: 1, RequeueAfter: 5 * time.Minute},
 		},
 		{
 			name: "booking moved later, out of the lead: same as cancelled until it falls due again",
-			in:   booked(input(0, 4, 1, instance("a", ready), instance("b", ready)), lead, time.Hour),
+			in:   booked(input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready)), lead, time.Hour),
 			want: bookingSummary{Wanted: 1, RequeueAfter: 5 * time.Minute},
 		},
 		{
 			name: "WaitForFirstConsumer: a due booking starts a Pod for an existing Exporter",
-			in:   wffc(booked(input(0, 4, 2, instance("a"), instance("b")), lead, 5*time.Second)),
+			in:   wffc(booked(input(0, 4, 2, fixture.Instance("a"), fixture.Instance("b")), lead, 5*time.Second)),
 			want: bookingSummary{Wanted: 3, Create: 1, Booked: []string{"b1"}, StartPods: []string{"a"}},
 		},
 		{
 			name: "WaitForFirstConsumer: a booking not yet due starts no Pod",
-			in:   wffc(booked(input(0, 4, 2, instance("a"), instance("b")), lead, 30*time.Second)),
+			in:   wffc(booked(input(0, 4, 2, fixture.Instance("a"), fixture.Instance("b")), lead, 30*time.Second)),
 			want: bookingSummary{Wanted: 2, RequeueAfter: 20 * time.Second},
 		},
 		{
 			name: "WaitForFirstConsumer: a Pod already starting serves the booking",
-			in:   wffc(booked(input(0, 4, 2, instance("a"), instance("b", pod(corev1.PodPending)), instance("c")), lead, 5*time.Second)),
+			in:   wffc(booked(input(0, 4, 2, fixture.Instance("a"), fixture.Instance("b", fixture.Pod(corev1.PodPending)), fixture.Instance("c")), lead, 5*time.Second)),
 			want: bookingSummary{Wanted: 3, Booked: []string{"b1"}},
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := summarizeBookings(PlanScale(c.in))
+			got := summarizeBookings(pool.PlanScale(c.in))
 			if d := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("plan (-want +got):\n%s", d)
 			}
@@ -144,24 +149,24 @@ func TestPlanScaleBookings(t *testing.T) {
 
 // The plan's note says what the set prepares for.
 func TestPlanBookingNote(t *testing.T) {
-	in := booked(input(0, 8, 1, instance("a", ready)), 80*time.Second, 70*time.Second, 70*time.Second, 70*time.Second)
+	in := booked(input(0, 8, 1, fixture.Instance("a", fixture.Ready)), 80*time.Second, 70*time.Second, 70*time.Second, 70*time.Second)
 	in.Now = time.Date(2026, 1, 2, 1, 58, 50, 0, time.UTC)
 	for i := range in.Bookings {
 		in.Bookings[i].Begin = time.Date(2026, 1, 2, 2, 0, 0, 0, time.UTC)
 	}
-	got := PlanScale(in).BookingNote
+	got := pool.PlanScale(in).BookingNote
 	want := "3 leases begin at 02:00:00; instances for them start from 01:58:40 (lead time 1m20s), 3 starting now"
 	if got != want {
 		t.Fatalf("note %q, want %q", got, want)
 	}
-	if got := PlanScale(input(0, 8, 1, instance("a", ready))).BookingNote; got != "" {
+	if got := pool.PlanScale(input(0, 8, 1, fixture.Instance("a", fixture.Ready))).BookingNote; got != "" {
 		t.Fatalf("note without bookings: %q", got)
 	}
 }
 
 func TestBookedFor(t *testing.T) {
-	set := labels.Set{"board": "x86", LabelSet: "s"}
-	begin := metav1.NewTime(epoch)
+	set := labels.Set{"board": "x86", pool.LabelSet: "s"}
+	begin := metav1.NewTime(fixture.Epoch)
 	mk := func(f func(l *jumpstarterv1alpha1.Lease)) *jumpstarterv1alpha1.Lease {
 		l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"}, Spec: jumpstarterv1alpha1.LeaseSpec{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": "x86"}}, BeginTime: &begin}}
@@ -179,7 +184,7 @@ func TestBookedFor(t *testing.T) {
 		{"no begin time: a walk-in", mk(func(l *jumpstarterv1alpha1.Lease) { l.Spec.BeginTime = nil }), false},
 		{"endTime - duration gives the begin", mk(func(l *jumpstarterv1alpha1.Lease) {
 			l.Spec.BeginTime = nil
-			l.Spec.EndTime = &metav1.Time{Time: epoch.Add(time.Hour)}
+			l.Spec.EndTime = &metav1.Time{Time: fixture.Epoch.Add(time.Hour)}
 			l.Spec.Duration = &metav1.Duration{Duration: time.Hour}
 		}), true},
 		{"started", mk(func(l *jumpstarterv1alpha1.Lease) { l.Status.ExporterRef = &corev1.LocalObjectReference{Name: "e"} }), false},
@@ -192,11 +197,11 @@ func TestBookedFor(t *testing.T) {
 		}), false},
 	}
 	for _, c := range cases {
-		b, ok := BookedFor(c.l, set)
+		b, ok := pool.BookedFor(c.l, set)
 		if ok != c.want {
 			t.Errorf("%s: booked %v, want %v", c.name, ok, c.want)
 		}
-		if ok && (b.Name != "l" || !b.Begin.Equal(epoch)) {
+		if ok && (b.Name != "l" || !b.Begin.Equal(fixture.Epoch)) {
 			t.Errorf("%s: booking %+v", c.name, b)
 		}
 	}

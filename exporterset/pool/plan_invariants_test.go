@@ -1,4 +1,4 @@
-package pool
+package pool_test
 
 import (
 	"fmt"
@@ -9,42 +9,44 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // randomInput builds a random pool and spec from a seed (shared by the invariant test and
 // the fuzz target).
-func randomInput(seed int64) PlanInput {
+func randomInput(seed int64) pool.PlanInput {
 	rng := rand.New(rand.NewSource(seed))
 	n := rng.Intn(12)
-	var instances []*Instance
+	var instances []*pool.Instance
 	for i := 0; i < n; i++ {
-		var traits []trait
+		var traits []fixture.Trait
 		if rng.Intn(2) == 0 {
-			traits = append(traits, online)
+			traits = append(traits, fixture.Online)
 		}
 		if rng.Intn(2) == 0 {
-			traits = append(traits, registered)
+			traits = append(traits, fixture.Registered)
 		}
 		if rng.Intn(3) == 0 {
-			traits = append(traits, leased(fmt.Sprint("l", i)))
+			traits = append(traits, fixture.Leased(fmt.Sprint("l", i)))
 		}
 		switch rng.Intn(8) {
 		case 0:
-			traits = append(traits, disabled)
+			traits = append(traits, fixture.Disabled)
 		case 1:
-			traits = append(traits, retiring)
+			traits = append(traits, fixture.Retiring)
 		case 2:
-			traits = append(traits, deleting)
+			traits = append(traits, fixture.Deleting)
 		}
 		if rng.Intn(4) == 0 {
-			traits = append(traits, hash("old"))
+			traits = append(traits, fixture.Hash("old"))
 		}
 		phases := []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed}
 		for k := rng.Intn(3); k > 0; k-- {
-			traits = append(traits, pod(phases[rng.Intn(len(phases))]))
+			traits = append(traits, fixture.Pod(phases[rng.Intn(len(phases))]))
 		}
-		traits = append(traits, createdAt(time.Duration(rng.Intn(100))*time.Second))
-		instances = append(instances, instance(fmt.Sprint("i", i), traits...))
+		traits = append(traits, fixture.CreatedAt(time.Duration(rng.Intn(100))*time.Second))
+		instances = append(instances, fixture.Instance(fmt.Sprint("i", i), traits...))
 	}
 	maxR := int32(rng.Intn(8))
 	in := input(int32(rng.Intn(6)), maxR, int32(rng.Intn(6)), instances...)
@@ -64,17 +66,17 @@ func randomInput(seed int64) PlanInput {
 		in.SurplusSince = &since
 	}
 	for k := rng.Intn(4); k > 0; k-- {
-		in.Bookings = append(in.Bookings, Booking{Name: fmt.Sprint("b", k), Begin: in.Now.Add(time.Duration(rng.Intn(120)-20) * time.Second)})
+		in.Bookings = append(in.Bookings, pool.Booking{Name: fmt.Sprint("b", k), Begin: in.Now.Add(time.Duration(rng.Intn(120)-20) * time.Second)})
 	}
-	SortBookings(in.Bookings)
+	pool.SortBookings(in.Bookings)
 	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
 	in.Others = int32(rng.Intn(3)) // strays, drawn last so earlier draws keep their meaning
 	return in
 }
 
-func checkPlanInvariants(t *testing.T, in PlanInput, p Plan) {
+func checkPlanInvariants(t *testing.T, in pool.PlanInput, p pool.Plan) {
 	t.Helper()
-	for _, i := range append(append([]*Instance{}, p.Retire...), p.Remove...) {
+	for _, i := range append(append([]*pool.Instance{}, p.Retire...), p.Remove...) {
 		if i.Leased() {
 			t.Fatalf("plan retires or removes leased instance %s\ninput: %+v", i.Name(), in)
 		}
@@ -130,6 +132,6 @@ func FuzzPlanScale(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seed int64) {
 		in := randomInput(seed)
-		checkPlanInvariants(t, in, PlanScale(in))
+		checkPlanInvariants(t, in, pool.PlanScale(in))
 	})
 }

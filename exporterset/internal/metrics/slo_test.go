@@ -1,4 +1,4 @@
-package exporterset
+package metrics
 
 import (
 	"testing"
@@ -13,11 +13,12 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func lease(name string, created time.Duration) *jumpstarterv1alpha1.Lease {
-	return &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(epoch.Add(created))}}
+	return &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(fixture.Epoch.Add(created))}}
 }
 
 func assignedTo(l *jumpstarterv1alpha1.Lease, exporter string) *jumpstarterv1alpha1.Lease {
@@ -84,32 +85,32 @@ func counterOf(t *testing.T, reg *prometheus.Registry, name string, labels map[s
 // controller started, which must not count.
 func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	m.start = epoch.Add(time.Second) // a and z (created at epoch) predate the controller
-	set := &setMetrics{}
+	m := New(reg, fixture.Epoch)
+	m.start = fixture.Epoch.Add(time.Second) // a and z (created at epoch) predate the controller
+	set := &Set{}
 	pass := func(at time.Duration, instances []*pool.Instance, leases []*jumpstarterv1alpha1.Lease, waiting ...*jumpstarterv1alpha1.Lease) {
-		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: instances, leases: leases, waiting: waiting,
-			binding: vtv1alpha1.BindingImmediate, hash: "h2"})
+		m.ObserveSLO("ns", "pool", set, SLOInput{Now: fixture.Epoch.Add(at), Instances: instances, Leases: leases, Waiting: waiting,
+			Binding: vtv1alpha1.BindingImmediate, Hash: "h2"})
 	}
 	old := lease("old", -10*time.Second) // assigned before the controller started
 	l0, l1 := lease("l0", 16*time.Second), lease("l1", 15*time.Second)
 	booked := lease("booked", time.Second)
-	booked.Spec.BeginTime = ptr.To(metav1.NewTime(epoch.Add(50 * time.Second)))
+	booked.Spec.BeginTime = ptr.To(metav1.NewTime(fixture.Epoch.Add(50 * time.Second)))
 
 	// First pass: a is available (since before we looked), b is starting, z holds "old".
-	pass(10*time.Second, []*pool.Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(10*time.Second, []*pool.Instance{fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.CreatedAt(5*time.Second)), fixture.Instance("z", fixture.Ready, fixture.Leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old})
 	// l0 is assigned to a (the Lease's side is written first); l1 waits.
-	pass(20*time.Second, []*pool.Instance{instance("a", ready), instance("b", createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(20*time.Second, []*pool.Instance{fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.CreatedAt(5*time.Second)), fixture.Instance("z", fixture.Ready, fixture.Leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old, assignedTo(l0, "a"), l1}, l1)
 	// b becomes available 25 s after its creation.
-	pass(30*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second)), instance("z", ready, leased("old"))},
+	pass(30*time.Second, []*pool.Instance{fixture.Instance("a", fixture.Ready, fixture.Leased("l0")), fixture.Instance("b", fixture.Ready, fixture.CreatedAt(5*time.Second)), fixture.Instance("z", fixture.Ready, fixture.Leased("old"))},
 		[]*jumpstarterv1alpha1.Lease{old, assignedTo(l0, "a"), l1}, l1)
 	// l1 is served by b, which was not available when l1 was created: a cold start.
-	pass(40*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second))},
+	pass(40*time.Second, []*pool.Instance{fixture.Instance("a", fixture.Ready, fixture.Leased("l0")), fixture.Instance("b", fixture.Ready, fixture.CreatedAt(5*time.Second), fixture.Leased("l1")), fixture.Instance("c", fixture.Ready, fixture.CreatedAt(35*time.Second))},
 		[]*jumpstarterv1alpha1.Lease{assignedTo(l0, "a"), assignedTo(l1, "b")})
 	// the booked lease begins at 50 s and is seen assigned at 60 s.
-	pass(60*time.Second, []*pool.Instance{instance("a", ready, leased("l0")), instance("b", ready, createdAt(5*time.Second), leased("l1")), instance("c", ready, createdAt(35*time.Second), leased("booked"))},
+	pass(60*time.Second, []*pool.Instance{fixture.Instance("a", fixture.Ready, fixture.Leased("l0")), fixture.Instance("b", fixture.Ready, fixture.CreatedAt(5*time.Second), fixture.Leased("l1")), fixture.Instance("c", fixture.Ready, fixture.CreatedAt(35*time.Second), fixture.Leased("booked"))},
 		[]*jumpstarterv1alpha1.Lease{assignedTo(l0, "a"), assignedTo(l1, "b"), booked})
 
 	if n, sum := histogramOf(t, reg, "exporterset_lease_wait_seconds"); n != 2 || sum != 4+25 {
@@ -139,7 +140,7 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 	if n := len(mem.availableSince) + len(mem.untimed) + len(mem.timed) + len(mem.pendingSeen) + len(mem.assigned); n != 0 {
 		t.Errorf("%d SLO memory entries left after everything went, want 0: %+v", n, mem)
 	}
-	m.forgetSeries("ns", "pool")
+	m.Forget("ns", "pool")
 	if metricSample(t, reg, "exporterset_lease_wait_seconds", nil) != nil {
 		t.Error("forget left the set's SLO series behind")
 	}
@@ -149,23 +150,23 @@ func TestSLOMetricsFollowALeaseStory(t *testing.T) {
 // creation: idle instances there have no Pod.
 func TestTimeToAvailableUnderWaitForFirstConsumer(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	m.start = epoch
+	m := New(reg, fixture.Epoch)
+	m.start = fixture.Epoch
 	withPod := func(uid string, created time.Duration, readyToo bool) *pool.Instance {
-		in := instance("a")
+		in := fixture.Instance("a")
 		if readyToo {
-			online(in)
-			registered(in)
+			fixture.Online(in)
+			fixture.Registered(in)
 		}
-		in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a-" + uid, UID: types.UID("pod-" + uid), CreationTimestamp: metav1.NewTime(epoch.Add(created))},
+		in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a-" + uid, UID: types.UID("pod-" + uid), CreationTimestamp: metav1.NewTime(fixture.Epoch.Add(created))},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 		return in
 	}
-	set := &setMetrics{}
+	set := &Set{}
 	pass := func(at time.Duration, in *pool.Instance) {
-		m.observeSLO("ns", "pool", set, sloInput{now: epoch.Add(at), instances: []*pool.Instance{in}, binding: vtv1alpha1.BindingWaitForFirstConsumer})
+		m.ObserveSLO("ns", "pool", set, SLOInput{Now: fixture.Epoch.Add(at), Instances: []*pool.Instance{in}, Binding: vtv1alpha1.BindingWaitForFirstConsumer})
 	}
-	pass(10*time.Second, instance("a"))                       // idle: no Pod, nothing to time
+	pass(10*time.Second, fixture.Instance("a"))               // idle: no Pod, nothing to time
 	pass(20*time.Second, withPod("1", 18*time.Second, false)) // a lease waits: a Pod starts
 	pass(26*time.Second, withPod("1", 18*time.Second, true))  // available 8 s after the Pod's creation
 	if n, sum := histogramOf(t, reg, "exporterset_instance_time_to_available_seconds"); n != 1 || sum != 8 {

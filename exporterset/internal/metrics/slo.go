@@ -1,4 +1,4 @@
-package exporterset
+package metrics
 
 import (
 	"time"
@@ -89,28 +89,28 @@ func newSLOMemory() *sloMemory {
 		pendingSeen: map[string]bool{}, assigned: map[string]bool{}}
 }
 
-// sloInput is what a pass shows the SLO metrics: its instances (diagnosed), the namespace's
+// SLOInput is what a pass shows the SLO metrics: its instances (diagnosed), the namespace's
 // not-ended Leases, the Leases waiting for the set, the binding mode and the current spec
 // hash ("" when the set is blocked before it has one).
-type sloInput struct {
-	now       time.Time
-	instances []*pool.Instance
-	problems  pool.Problems
-	leases    []*jumpstarterv1alpha1.Lease
-	waiting   []*jumpstarterv1alpha1.Lease
-	binding   vtv1alpha1.BindingMode
-	hash      string
+type SLOInput struct {
+	Now       time.Time
+	Instances []*pool.Instance
+	Problems  pool.Problems
+	Leases    []*jumpstarterv1alpha1.Lease
+	Waiting   []*jumpstarterv1alpha1.Lease
+	Binding   vtv1alpha1.BindingMode
+	Hash      string
 }
 
-// observeSLO records the SLO metrics of one pass; set is the set's bookkeeping (metricsOf).
-func (m *metrics) observeSLO(ns, name string, set *setMetrics, in sloInput) {
+// ObserveSLO records the SLO metrics of one pass; set is the set's bookkeeping (metricsOf).
+func (m *Metrics) ObserveSLO(ns, name string, set *Set, in SLOInput) {
 	if m == nil {
 		return
 	}
-	if in.hash != "" {
+	if in.Hash != "" {
 		n := 0
-		for _, i := range in.instances {
-			if i.SpecHash() != in.hash {
+		for _, i := range in.Instances {
+			if i.SpecHash() != in.Hash {
 				n++
 			}
 		}
@@ -129,7 +129,7 @@ func (m *metrics) observeSLO(ns, name string, set *setMetrics, in sloInput) {
 
 // initSeries creates a set's counters and histograms at zero, so that they are exported
 // (and rate() works) before the first event. Failure reasons appear when they happen.
-func (m *metrics) initSeries(ns, name string) {
+func (m *Metrics) initSeries(ns, name string) {
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
 		c.WithLabelValues(ns, name)
 	}
@@ -143,28 +143,28 @@ func (m *metrics) initSeries(ns, name string) {
 // observeAssignments counts the Leases first seen assigned this pass. A Lease is measured
 // only when this process could have seen it wait: it was created after the controller
 // started, or a pass saw it waiting. One assigned before the controller started is not.
-func (m *metrics) observeAssignments(ns, name string, mem *sloMemory, in sloInput) {
-	byName := make(map[string]*jumpstarterv1alpha1.Lease, len(in.leases))
-	for _, l := range in.leases {
+func (m *Metrics) observeAssignments(ns, name string, mem *sloMemory, in SLOInput) {
+	byName := make(map[string]*jumpstarterv1alpha1.Lease, len(in.Leases))
+	for _, l := range in.Leases {
 		byName[l.Name] = l
 	}
 	// holder: lease -> the instance holding it, from either side of the assignment (the
 	// Lease's status.exporterRef is written first, then the Exporter's status.leaseRef).
 	holder := map[string]*pool.Instance{}
-	exporters := make(map[string]*pool.Instance, len(in.instances))
-	for _, i := range in.instances {
+	exporters := make(map[string]*pool.Instance, len(in.Instances))
+	for _, i := range in.Instances {
 		exporters[i.Name()] = i
 		if i.Leased() {
 			holder[i.Exporter.Status.LeaseRef.Name] = i
 		}
 	}
-	for _, l := range in.leases {
+	for _, l := range in.Leases {
 		if r := l.Status.ExporterRef; r != nil && exporters[r.Name] != nil && holder[l.Name] == nil {
 			holder[l.Name] = exporters[r.Name]
 		}
 	}
 
-	for _, l := range in.waiting {
+	for _, l := range in.Waiting {
 		mem.pendingSeen[l.Name] = true
 	}
 	for leaseName, inst := range holder {
@@ -179,12 +179,12 @@ func (m *metrics) observeAssignments(ns, name string, mem *sloMemory, in sloInpu
 		}
 		wanted := created // when the lease wanted an instance: a booked one from its beginTime
 		if b := l.Spec.BeginTime; b != nil {
-			m.slo.bookedDelay.WithLabelValues(ns, name).Observe(max(0, in.now.Sub(b.Time).Seconds()))
+			m.slo.bookedDelay.WithLabelValues(ns, name).Observe(max(0, in.Now.Sub(b.Time).Seconds()))
 			if b.After(created) {
 				wanted = b.Time
 			}
 		} else {
-			m.slo.leaseWait.WithLabelValues(ns, name).Observe(max(0, in.now.Sub(created).Seconds()))
+			m.slo.leaseWait.WithLabelValues(ns, name).Observe(max(0, in.Now.Sub(created).Seconds()))
 		}
 		// Timestamps have a resolution of one second: an instance that became available
 		// within the second the lease wanted one counts as warm.
@@ -209,15 +209,15 @@ func (m *metrics) observeAssignments(ns, name string, mem *sloMemory, in sloInpu
 // observeAvailability updates the available streaks and times each instance's first
 // availability: from the Exporter's creation, or under WaitForFirstConsumer from its
 // Pod's (each Pod is one start of the instance there).
-func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first bool, in sloInput) {
+func (m *Metrics) observeAvailability(ns, name string, mem *sloMemory, first bool, in SLOInput) {
 	live := map[types.UID]bool{}
-	for _, i := range in.instances {
+	for _, i := range in.Instances {
 		uid := i.Exporter.UID
 		live[uid] = true
-		if !i.Available(in.problems) {
+		if !i.Available(in.Problems) {
 			delete(mem.availableSince, uid)
 		} else if _, ok := mem.availableSince[uid]; !ok {
-			since := in.now
+			since := in.Now
 			if first {
 				since = time.Time{}
 			}
@@ -225,7 +225,7 @@ func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first boo
 		}
 
 		startKey, started := uid, i.Exporter.CreationTimestamp.Time
-		if in.binding == vtv1alpha1.BindingWaitForFirstConsumer {
+		if in.Binding == vtv1alpha1.BindingWaitForFirstConsumer {
 			pod := i.ActivePod()
 			if pod == nil {
 				continue
@@ -235,11 +235,11 @@ func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first boo
 		live[startKey] = true
 		switch {
 		case mem.timed[startKey]:
-		case i.Available(in.problems) && (mem.untimed[startKey] || !started.Before(m.start)):
-			m.slo.timeAvailable.WithLabelValues(ns, name).Observe(max(0, in.now.Sub(started).Seconds()))
+		case i.Available(in.Problems) && (mem.untimed[startKey] || !started.Before(m.start)):
+			m.slo.timeAvailable.WithLabelValues(ns, name).Observe(max(0, in.Now.Sub(started).Seconds()))
 			mem.timed[startKey] = true
 			delete(mem.untimed, startKey)
-		case i.Available(in.problems):
+		case i.Available(in.Problems):
 			mem.timed[startKey] = true // available before we looked: its start is not ours to time
 		default:
 			mem.untimed[startKey] = true
@@ -259,8 +259,8 @@ func (m *metrics) observeAvailability(ns, name string, mem *sloMemory, first boo
 	}
 }
 
-// observeConditions sets the condition gauges from the status conditions a pass computed.
-func (m *metrics) observeConditions(ns, name string, conds []metav1.Condition) {
+// ObserveConditions sets the condition gauges from the status conditions a pass computed.
+func (m *Metrics) ObserveConditions(ns, name string, conds []metav1.Condition) {
 	if m == nil {
 		return
 	}
@@ -274,7 +274,7 @@ func (m *metrics) observeConditions(ns, name string, conds []metav1.Condition) {
 }
 
 // forgetSLO drops a deleted set's SLO series.
-func (m *metrics) forgetSLO(ns, name string) {
+func (m *Metrics) forgetSLO(ns, name string) {
 	sel := prometheus.Labels{"namespace": ns, "exporterset": name}
 	m.slo.leaseWait.DeletePartialMatch(sel)
 	m.slo.assignments.DeletePartialMatch(sel)
