@@ -2,12 +2,12 @@ package scalebench
 
 import (
 	"context"
-	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -15,30 +15,53 @@ import (
 )
 
 // MemoryResult compares the controller's RSS after the same scale-up with and without
-// unrelated Pods and Secrets in the cluster, the controller watching all namespaces.
+// unrelated Pods, Secrets and Exporters in the cluster, the controller watching all
+// namespaces, and with the ReplicaSet controller's after the same scale-up with the same
+// unrelated objects in the cluster.
 type MemoryResult struct {
-	// Junk is how many Pods and how many Secrets were created in JunkNamespace.
-	Junk          int     `json:"junk"`
-	JunkNamespace string  `json:"junkNamespace"`
-	JunkSeconds   float64 `json:"junkCreateSeconds"`
-	Without       *Result `json:"without"`
-	With          *Result `json:"with"`
+	// Junk is how many Pods and how many Secrets were asked for (--junk), JunkExporters how
+	// many Exporters (--junk-exporters); Created is what was created, by kind.
+	Junk          int        `json:"junk"`
+	JunkExporters int        `json:"junkExporters"`
+	Created       JunkCounts `json:"created"`
+	JunkNamespace string     `json:"junkNamespace"`
+	JunkSeconds   float64    `json:"junkCreateSeconds"`
+	Without       *Result    `json:"without"`
+	With          *Result    `json:"with"`
 	// RSSRatio is With.RSSBytes / Without.RSSBytes.
 	RSSRatio float64 `json:"rssRatio"`
+	// ReplicaSet is the ReplicaSet controller's run of the same scale-up with the unrelated
+	// objects present (nil with --ours-only); RSSRatioToReplicaSet is With.RSSBytes /
+	// ReplicaSet.RSSBytes.
+	ReplicaSet           *Result `json:"replicaSet,omitempty"`
+	RSSRatioToReplicaSet float64 `json:"rssRatioToReplicaSet,omitempty"`
 }
 
 // Namespaces of the memory check.
 const (
 	nsMemWithout = "mem-without"
 	nsMemWith    = "mem-with"
-	nsJunk       = "junk"
+	nsMemRS      = "mem-rs"
 )
 
-// runMemory runs the scale-up w twice with a controller watching all namespaces: once on
-// an empty cluster and once with junk unrelated Pods and Secrets, which the label-restricted
-// caches should never hold.
-func (b *Bench) runMemory(ctx context.Context, w Workload, junk int) (*MemoryResult, error) {
-	res := &MemoryResult{Junk: junk, JunkNamespace: nsJunk}
+// runMemory runs the scale-up w twice with a controller of ours watching all namespaces:
+// once on an empty cluster and once with junk unrelated Pods and Secrets, which the
+// label-restricted caches should never hold, and exporters unrelated Exporters, which the
+// Exporter cache holds (it is not filtered: upstream-made Exporters carry no label of ours).
+// Then the ReplicaSet controller runs the same scale-up with the same objects present: its
+// Pod cache holds the unrelated Pods, as ours holds the unrelated Exporters.
+func (b *Bench) runMemory(ctx context.Context, w Workload, junk, exporters int) (*MemoryResult, error) {
+	res := &MemoryResult{Junk: junk, JunkExporters: exporters, JunkNamespace: nsJunk}
+	if d := b.cfg.HeapProfileDir; d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		b.heapProfiles = map[string]string{}
+		for _, ns := range []string{nsMemWithout, nsMemWith} {
+			b.heapProfiles[ns] = filepath.Join(d, "heap-"+ns+".pprof")
+		}
+		defer func() { b.heapProfiles = nil }()
+	}
 	var err error
 	b.logf("memory: %s without unrelated objects", w.Name)
 	if res.Without, err = b.runOurs(ctx, w, nsMemWithout, nil, 0); err != nil {
@@ -49,9 +72,9 @@ func (b *Bench) runMemory(ctx context.Context, w Workload, junk int) (*MemoryRes
 	if err := b.deletePools(ctx, nsMemWithout); err != nil {
 		return nil, err
 	}
-	b.logf("memory: creating %d unrelated Pods and %d Secrets in %s", junk, junk, nsJunk)
+	b.logf("memory: creating %d unrelated Pods, %d Secrets and %d Exporters in %s", junk, junk, exporters, nsJunk)
 	start := time.Now()
-	if err := b.createJunk(ctx, junk); err != nil {
+	if res.Created, err = b.createJunk(ctx, junk, exporters); err != nil {
 		return nil, err
 	}
 	res.JunkSeconds = time.Since(start).Seconds()
@@ -61,29 +84,19 @@ func (b *Bench) runMemory(ctx context.Context, w Workload, junk int) (*MemoryRes
 	}
 	res.With.Workload = "memory-with"
 	res.RSSRatio = ratio(float64(res.With.RSSBytes), float64(res.Without.RSSBytes))
+	if !b.cfg.OursOnly {
+		b.logf("memory: %s by the ReplicaSet controller with them", w.Name)
+		if res.ReplicaSet, err = b.runRS(ctx, w, nsMemRS, 0); err != nil {
+			return nil, err
+		}
+		res.ReplicaSet.Workload = "memory-with"
+		res.RSSRatioToReplicaSet = ratio(float64(res.With.RSSBytes), float64(res.ReplicaSet.RSSBytes))
+	}
 	// The unrelated objects stay for the rest of the run: deleting 20 000 Pods outlasts an
 	// apiserver request and costs minutes of its CPU. The timed workloads' controllers watch
 	// only their own namespace, and the simulator does not serve this one; the ReplicaSet
 	// controller caches every Pod of the cluster, as it does in a real one (its RSS shows it).
 	return res, nil
-}
-
-// createJunk creates n small Pods and n small Secrets in nsJunk, which the simulator does
-// not serve (its Pods stay Pending, unbound, as on a cluster whose nodes are elsewhere).
-func (b *Bench) createJunk(ctx context.Context, n int) error {
-	if err := createNamespaces(ctx, b.cluster.Client, []string{nsJunk}); err != nil {
-		return err
-	}
-	return forEach(ctx, 2*n, 64, func(i int) error {
-		meta := metav1.ObjectMeta{Name: fmt.Sprintf("junk-%05d", i/2), Namespace: nsJunk, Labels: map[string]string{"app": "unrelated"}}
-		var o client.Object
-		if i%2 == 0 {
-			o = &corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
-		} else {
-			o = &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte(fmt.Sprintf("secret-%05d", i/2))}}
-		}
-		return createAll(ctx, b.cluster.Client, o)
-	})
 }
 
 // deletePools deletes the ExporterSets of ns and waits until the simulated garbage
