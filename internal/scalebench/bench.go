@@ -158,7 +158,7 @@ func (c Config) runsMemory() bool { return c.Junk > 0 || c.JunkExporters > 0 }
 func (c Config) namespaces() []string {
 	out := []string{nsWarmOurs, nsWarmRS, nsWarmUpstream, nsWarmBaseline}
 	if c.runsMemory() {
-		out = append(out, nsMemWithout, nsMemWith, nsMemRS)
+		out = append(out, nsMemWithout, nsMemWith, nsMemBaseWithout, nsMemBaseWith, nsMemRS)
 	}
 	if c.DefaultLimitsSize > 0 {
 		out = append(out, nsDefaultLimits)

@@ -35,21 +35,34 @@ type MemoryResult struct {
 	// ReplicaSet.RSSBytes.
 	ReplicaSet           *Result `json:"replicaSet,omitempty"`
 	RSSRatioToReplicaSet float64 `json:"rssRatioToReplicaSet,omitempty"`
+	// Baseline holds the same figures of --baseline-bin, when given.
+	Baseline *MemoryRuns `json:"baseline,omitempty"`
+}
+
+// MemoryRuns are one build's two runs of the memory check and their ratios.
+type MemoryRuns struct {
+	Without              *Result `json:"without"`
+	With                 *Result `json:"with"`
+	RSSRatio             float64 `json:"rssRatio"`
+	RSSRatioToReplicaSet float64 `json:"rssRatioToReplicaSet,omitempty"`
 }
 
 // Namespaces of the memory check.
 const (
-	nsMemWithout = "mem-without"
-	nsMemWith    = "mem-with"
-	nsMemRS      = "mem-rs"
+	nsMemWithout     = "mem-without"
+	nsMemWith        = "mem-with"
+	nsMemBaseWithout = "mem-base-without"
+	nsMemBaseWith    = "mem-base-with"
+	nsMemRS          = "mem-rs"
 )
 
 // runMemory runs the scale-up w twice with a controller of ours watching all namespaces:
 // once on an empty cluster and once with junk unrelated Pods and Secrets, which the
 // label-restricted caches should never hold, and exporters unrelated Exporters, which the
 // Exporter cache holds (it is not filtered: upstream-made Exporters carry no label of ours).
-// Then the ReplicaSet controller runs the same scale-up with the same objects present: its
-// Pod cache holds the unrelated Pods, as ours holds the unrelated Exporters.
+// With --baseline-bin, that build does the same after ours. Then the ReplicaSet controller
+// runs the same scale-up with the same objects present: its Pod cache holds the unrelated
+// Pods, as ours holds the unrelated Exporters.
 func (b *Bench) runMemory(ctx context.Context, w Workload, junk, exporters int) (*MemoryResult, error) {
 	res := &MemoryResult{Junk: junk, JunkExporters: exporters, JunkNamespace: nsJunk}
 	if d := b.cfg.HeapProfileDir; d != "" {
@@ -57,20 +70,24 @@ func (b *Bench) runMemory(ctx context.Context, w Workload, junk, exporters int) 
 			return nil, err
 		}
 		b.heapProfiles = map[string]string{}
-		for _, ns := range []string{nsMemWithout, nsMemWith} {
+		for _, ns := range []string{nsMemWithout, nsMemWith, nsMemBaseWithout, nsMemBaseWith} {
 			b.heapProfiles[ns] = filepath.Join(d, "heap-"+ns+".pprof")
 		}
 		defer func() { b.heapProfiles = nil }()
 	}
+	ours := &MemoryRuns{}
+	var base *MemoryRuns
+	if b.cfg.BaselineBin != "" {
+		base = &MemoryRuns{}
+	}
 	var err error
-	b.logf("memory: %s without unrelated objects", w.Name)
-	if res.Without, err = b.runOurs(ctx, w, nsMemWithout, nil, 0); err != nil {
+	if ours.Without, err = b.memoryRun(ctx, Ours, w, nsMemWithout, "memory-without"); err != nil {
 		return nil, err
 	}
-	res.Without.Workload = "memory-without"
-	// The second controller, watching all namespaces, must not find the first pool.
-	if err := b.deletePools(ctx, nsMemWithout); err != nil {
-		return nil, err
+	if base != nil {
+		if base.Without, err = b.memoryRun(ctx, Baseline, w, nsMemBaseWithout, "memory-without"); err != nil {
+			return nil, err
+		}
 	}
 	b.logf("memory: creating %d unrelated Pods, %d Secrets and %d Exporters in %s", junk, junk, exporters, nsJunk)
 	start := time.Now()
@@ -78,25 +95,51 @@ func (b *Bench) runMemory(ctx context.Context, w Workload, junk, exporters int) 
 		return nil, err
 	}
 	res.JunkSeconds = time.Since(start).Seconds()
-	b.logf("memory: %s with them (created in %.1fs)", w.Name, res.JunkSeconds)
-	if res.With, err = b.runOurs(ctx, w, nsMemWith, nil, 0); err != nil {
+	b.logf("memory: created in %.1fs", res.JunkSeconds)
+	if ours.With, err = b.memoryRun(ctx, Ours, w, nsMemWith, "memory-with"); err != nil {
 		return nil, err
 	}
-	res.With.Workload = "memory-with"
-	res.RSSRatio = ratio(float64(res.With.RSSBytes), float64(res.Without.RSSBytes))
+	if base != nil {
+		if base.With, err = b.memoryRun(ctx, Baseline, w, nsMemBaseWith, "memory-with"); err != nil {
+			return nil, err
+		}
+	}
 	if !b.cfg.OursOnly {
 		b.logf("memory: %s by the ReplicaSet controller with them", w.Name)
 		if res.ReplicaSet, err = b.runRS(ctx, w, nsMemRS, 0); err != nil {
 			return nil, err
 		}
 		res.ReplicaSet.Workload = "memory-with"
-		res.RSSRatioToReplicaSet = ratio(float64(res.With.RSSBytes), float64(res.ReplicaSet.RSSBytes))
 	}
+	for _, m := range []*MemoryRuns{ours, base} {
+		if m == nil {
+			continue
+		}
+		m.RSSRatio = ratio(float64(m.With.RSSBytes), float64(m.Without.RSSBytes))
+		if res.ReplicaSet != nil {
+			m.RSSRatioToReplicaSet = ratio(float64(m.With.RSSBytes), float64(res.ReplicaSet.RSSBytes))
+		}
+	}
+	res.Without, res.With, res.RSSRatio, res.RSSRatioToReplicaSet = ours.Without, ours.With, ours.RSSRatio, ours.RSSRatioToReplicaSet
+	res.Baseline = base
 	// The unrelated objects stay for the rest of the run: deleting 20 000 Pods outlasts an
 	// apiserver request and costs minutes of its CPU. The timed workloads' controllers watch
 	// only their own namespace, and the simulator does not serve this one; the ReplicaSet
 	// controller caches every Pod of the cluster, as it does in a real one (its RSS shows it).
 	return res, nil
+}
+
+// memoryRun is one scale-up of the memory check by build ctl (Ours or Baseline) watching
+// all namespaces. It then deletes the pool: the next controller, watching all namespaces
+// too, must not find it.
+func (b *Bench) memoryRun(ctx context.Context, ctl string, w Workload, ns, name string) (*Result, error) {
+	b.logf("memory: %s by %s in %s", w.Name, ctl, ns)
+	r, err := b.runOursAs(ctx, ctl, w, ns, nil, 0, &b.cfg.Limits)
+	if err != nil {
+		return nil, err
+	}
+	r.Workload = name
+	return r, b.deletePools(ctx, ns)
 }
 
 // deletePools deletes the ExporterSets of ns and waits until the simulated garbage

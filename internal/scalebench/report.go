@@ -279,9 +279,17 @@ func (r *Report) writeRest(w io.Writer) {
 		fmt.Fprintf(w, "\nmemory (controller watching all namespaces, 0 -> %d): RSS %.1f MiB without, %.1f MiB with %s (created in %.1f s): %.3f x (heap %.1f / %.1f MiB)\n",
 			mm.Without.Instances, float64(mm.Without.RSSBytes)/(1<<20), float64(mm.With.RSSBytes)/(1<<20), mm.Created, mm.JunkSeconds, mm.RSSRatio,
 			mm.Without.HeapBytes/(1<<20), mm.With.HeapBytes/(1<<20))
+		if bm := mm.Baseline; bm != nil {
+			fmt.Fprintf(w, "  %s: RSS %.1f MiB without, %.1f MiB with them: %.3f x (heap %.1f / %.1f MiB)\n", Baseline,
+				float64(bm.Without.RSSBytes)/(1<<20), float64(bm.With.RSSBytes)/(1<<20), bm.RSSRatio, bm.Without.HeapBytes/(1<<20), bm.With.HeapBytes/(1<<20))
+		}
 		if rs := mm.ReplicaSet; rs != nil {
-			fmt.Fprintf(w, "  ReplicaSet controller, same scale-up with them: RSS %.1f MiB (peak %.1f MiB); ours / ReplicaSet %.3f x\n",
+			line := fmt.Sprintf("  ReplicaSet controller, same scale-up with them: RSS %.1f MiB (peak %.1f MiB); ours / ReplicaSet %.3f x",
 				float64(rs.RSSBytes)/(1<<20), float64(rs.PeakRSSBytes)/(1<<20), mm.RSSRatioToReplicaSet)
+			if bm := mm.Baseline; bm != nil {
+				line += fmt.Sprintf(", %s / ReplicaSet %.3f x", Baseline, bm.RSSRatioToReplicaSet)
+			}
+			fmt.Fprintln(w, line)
 		}
 	}
 	if d := r.DefaultLimits; d != nil {
