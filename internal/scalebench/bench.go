@@ -32,10 +32,15 @@ type Config struct {
 	StormLeases int
 	// StormWarm is the storm pool's minAvailableReplicas (0: one per client, 10).
 	StormWarm int
-	// Junk is the number of unrelated Pods and of Secrets of the memory check (skipped when
-	// 0), MemoryPool the size of its scale-up.
-	Junk       int
-	MemoryPool int32
+	// Junk is the number of unrelated Pods and of Secrets of the memory check,
+	// JunkExporters the number of unrelated Exporters (the check is skipped when both are 0),
+	// MemoryPool the size of its scale-up.
+	Junk          int
+	JunkExporters int
+	MemoryPool    int32
+	// HeapProfileDir, when set, receives a heap profile of each of our memory-check runs,
+	// taken just before its RSS is read (heap-<namespace>.pprof).
+	HeapProfileDir string
 	// DefaultLimitsSize, when not 0, adds one scale-up 0 -> DefaultLimitsSize of ours with
 	// the binary's own --kube-api-qps/--kube-api-burst defaults, to show whether they throttle.
 	DefaultLimitsSize int32
@@ -74,6 +79,9 @@ type Bench struct {
 	fx      *fixtures
 	sim     *jumpsim.Simulator
 	cpu     *cpuMeter
+	// heapProfiles maps a namespace to the file that its run of ours saves a heap profile
+	// to (Config.HeapProfileDir).
+	heapProfiles map[string]string
 }
 
 func (b *Bench) logf(format string, args ...any) {
@@ -142,12 +150,15 @@ func (c Config) contenders(w Workload, r int) []string {
 	return append(out[k:], out[:k]...)
 }
 
+// runsMemory reports whether the memory check runs.
+func (c Config) runsMemory() bool { return c.Junk > 0 || c.JunkExporters > 0 }
+
 // namespaces lists every namespace the run uses: the simulator serves exactly these (not
 // the memory check's junk namespace).
 func (c Config) namespaces() []string {
 	out := []string{nsWarmOurs, nsWarmRS, nsWarmUpstream, nsWarmBaseline}
-	if c.Junk > 0 {
-		out = append(out, nsMemWithout, nsMemWith)
+	if c.runsMemory() {
+		out = append(out, nsMemWithout, nsMemWith, nsMemBaseWithout, nsMemBaseWith, nsMemRS)
 	}
 	if c.DefaultLimitsSize > 0 {
 		out = append(out, nsDefaultLimits)
@@ -193,10 +204,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() { _ = b.sim.Stop() }()
 	apiBefore, _ := b.cluster.APIServerRequests(ctx)
 
-	if cfg.Junk > 0 {
-		if rep.Memory, err = b.runMemory(ctx, Workload{Name: "memory", Sets: 1, PerSet: cfg.MemoryPool}, cfg.Junk); err != nil {
+	if cfg.runsMemory() {
+		if rep.Memory, err = b.runMemory(ctx, Workload{Name: "memory", Sets: 1, PerSet: cfg.MemoryPool}, cfg.Junk, cfg.JunkExporters); err != nil {
 			return nil, fmt.Errorf("memory check: %w", err)
 		}
+	}
+	if len(cfg.workloads()) == 0 && cfg.StormLeases == 0 && cfg.DefaultLimitsSize == 0 {
+		// Nothing timed follows (the memory check alone): no warm-up to run.
+		return b.finish(ctx, rep, apiBefore), nil
 	}
 	// A first, unreported round: the first objects of each kind, the apiserver's and the
 	// simulator's caches and the page cache warm up here, not in the first measurement.
@@ -268,6 +283,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		b.logf("%s: ready in %.2fs", res.Workload, res.ReadySeconds)
 		rep.DefaultLimits = res
 	}
+	return b.finish(ctx, rep, apiBefore), nil
+}
+
+// finish adds the API server's request counts since apiBefore and the summary to rep.
+func (b *Bench) finish(ctx context.Context, rep *Report, apiBefore map[string]float64) *Report {
 	if apiAfter, err := b.cluster.APIServerRequests(ctx); err == nil {
 		rep.APIServerRequests = map[string]float64{}
 		for k, v := range apiAfter {
@@ -275,6 +295,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Finished = time.Now().UTC()
-	rep.summarize(cfg)
-	return rep, nil
+	rep.summarize(b.cfg)
+	return rep
 }

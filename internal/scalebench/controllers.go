@@ -3,7 +3,9 @@ package scalebench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -26,6 +28,33 @@ type Limits struct {
 type ours struct {
 	*process
 	metricsURL string
+	// heapURL is its /debug/pprof/heap when it was started with a pprof address, heapOut
+	// where saveHeapProfile writes it.
+	heapURL, heapOut string
+}
+
+// saveHeapProfile writes the controller's heap profile to heapOut, if it has one.
+func (o *ours) saveHeapProfile(ctx context.Context) error {
+	if o.heapURL == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.heapURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return os.WriteFile(o.heapOut, b, 0o644)
 }
 
 // startOurs runs the controller binary against the cluster as userOurs, watching

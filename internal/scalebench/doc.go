@@ -16,8 +16,9 @@
 // build of ours alternates with the first, so that a before/after comparison is one run.
 //
 // Workloads: one set (or ReplicaSet) scaled from 0 to N, many sets of a few instances, a
-// lease storm (ours only) and a memory check with 20 000 unrelated Pods and Secrets in the
-// cluster. Each timed workload is repeated and the median reported; the output is a table
+// lease storm (ours only) and a memory check with 20 000 unrelated Pods, Secrets and
+// Exporters in the cluster, which compares our RSS with and without them and with the
+// ReplicaSet controller's with them (memory.go, junk.go). Each timed workload is repeated and the median reported; the output is a table
 // on stdout and a JSON file.
 //
 // The package is not part of the default test run: it has no tests, only the

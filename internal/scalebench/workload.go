@@ -3,6 +3,8 @@ package scalebench
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -140,9 +142,21 @@ func (b *Bench) runOursAs(ctx context.Context, ctlName string, w Workload, ns st
 	if err := b.fx.prepareOurs(ctx, b.cluster.Client, ns); err != nil {
 		return nil, err
 	}
-	ctl, err := startOurs(ctx, b.cluster, b.oursBin(ctlName), b.cfg.WorkDir, ns, watched, lim, b.cfg.OursArgs)
+	extra, heapOut := b.cfg.OursArgs, b.heapProfiles[ns]
+	var pprofPort int
+	if heapOut != "" {
+		var err error
+		if pprofPort, err = freePort(); err != nil {
+			return nil, err
+		}
+		extra = append(slices.Clip(extra), "--pprof-bind-address=127.0.0.1:"+strconv.Itoa(pprofPort))
+	}
+	ctl, err := startOurs(ctx, b.cluster, b.oursBin(ctlName), b.cfg.WorkDir, ns, watched, lim, extra)
 	if err != nil {
 		return nil, err
+	}
+	if heapOut != "" {
+		ctl.heapURL, ctl.heapOut = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort), heapOut
 	}
 	defer ctl.stop()
 	before, err := ctl.scrape(ctx)
@@ -201,6 +215,9 @@ func (b *Bench) finishOurs(ctx context.Context, ctl *ours, before ctrlMetrics, m
 	r.Reconciles = after.reconciles - before.reconciles
 	r.HeapBytes = after.heapAlloc
 	r.CPU = b.cpu.since(m.cpu, m.pid)
+	if err := ctl.saveHeapProfile(ctx); err != nil {
+		return nil, after, err
+	}
 	if r.RSSBytes, r.PeakRSSBytes, err = ctl.memory(); err != nil {
 		return nil, after, err
 	}

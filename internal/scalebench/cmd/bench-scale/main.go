@@ -57,7 +57,9 @@ func run() error {
 	flag.IntVar(&cfg.StormClients, "storm-clients", 0, "clients of the lease storm, each holding one lease at a time (0: 10)")
 	flag.IntVar(&cfg.StormMax, "storm-max", 0, "maxReplicas of the storm's pool (0: unbounded)")
 	flag.StringVar(&cfg.UpstreamBin, "upstream-bin", "", "upstream's exporter-set-controller binary, run as a third contender on the same simulator (single-set scale-ups and the storm; it gets NAMESPACE and --provisioner qemu.jumpstarter.dev); empty: not run")
-	flag.IntVar(&cfg.Junk, "junk", 20000, "unrelated Pods and Secrets of the memory check (0 to skip)")
+	flag.IntVar(&cfg.Junk, "junk", 20000, "unrelated Pods and Secrets of the memory check (the check is skipped when this and --junk-exporters are 0)")
+	flag.IntVar(&cfg.JunkExporters, "junk-exporters", -1, "unrelated Exporters of the memory check (owned by no ExporterSet, no label of ours); -1: as many as --junk")
+	flag.StringVar(&cfg.HeapProfileDir, "memory-heap-profiles", "", "directory to save a heap profile of each of our memory-check runs to (heap-<namespace>.pprof), taken before its RSS is read; empty: none")
 	flag.IntVar(&cfg.Repeats, "repeats", 3, "runs of each timed workload; medians are reported")
 	flag.IntVar(&cfg.SimWorkers, "sim-workers", 16, "concurrency of each simulated component")
 	flag.DurationVar(&timeout, "timeout", 3*time.Minute, "bound of each wait")
@@ -85,6 +87,9 @@ func run() error {
 		defer pprof.StopCPUProfile()
 	}
 	cfg.MemoryPool = 100
+	if cfg.JunkExporters < 0 {
+		cfg.JunkExporters = cfg.Junk
+	}
 	cfg.DefaultLimitsSize = int32(defaultLimits)
 	cfg.Timeout = timeout
 
