@@ -39,14 +39,23 @@ type session struct {
 	registered bool
 }
 
-// bearer sends the exporter's token with every call.
-type bearer string
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+// callCredentials go with every call: the token as a bearer, and which object it speaks for
+// (upstream's controller reads the kind, namespace and name from the metadata and checks
+// them against the token's subject).
+type callCredentials struct {
+	token, namespace, name string
 }
 
-func (bearer) RequireTransportSecurity() bool { return true }
+func (c callCredentials) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{
+		"authorization":         "Bearer " + c.token,
+		"jumpstarter-kind":      "Exporter",
+		"jumpstarter-namespace": c.namespace,
+		"jumpstarter-name":      c.name,
+	}, nil
+}
+
+func (callCredentials) RequireTransportSecurity() bool { return true }
 
 // newSession prepares the connection; nothing is dialled until the first call.
 func newSession(cfg *exportercfg.Config) (*session, error) {
@@ -58,7 +67,7 @@ func newSession(cfg *exportercfg.Config) (*session, error) {
 	}
 	conn, err := grpc.NewClient(cfg.Endpoint,
 		grpc.WithTransportCredentials(credentials.NewTLS(tc)),
-		grpc.WithPerRPCCredentials(bearer(cfg.Token)))
+		grpc.WithPerRPCCredentials(callCredentials{token: cfg.Token, namespace: cfg.Metadata.Namespace, name: cfg.Metadata.Name}))
 	if err != nil {
 		return nil, fmt.Errorf("controller endpoint %q: %w", cfg.Endpoint, err)
 	}

@@ -75,7 +75,8 @@ func (c *controller) record(ctx context.Context, call string) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.calls = append(c.calls, fmt.Sprintf("%s [%s]", call, strings.Join(md.Get("authorization"), ",")))
+	c.calls = append(c.calls, fmt.Sprintf("%s [%s %s %s/%s]", call, strings.Join(md.Get("authorization"), ","),
+		strings.Join(md.Get("jumpstarter-kind"), ","), strings.Join(md.Get("jumpstarter-namespace"), ","), strings.Join(md.Get("jumpstarter-name"), ",")))
 }
 
 func (c *controller) Register(ctx context.Context, r *pb.RegisterRequest) (*pb.RegisterResponse, error) {
@@ -151,10 +152,10 @@ func lease(name string) *pb.StatusResponse {
 }
 
 const (
-	callRegister  = "Register 0 labels, devices pool-abcde,qemu [Bearer tok]"
-	callAvailable = `ReportStatus EXPORTER_STATUS_AVAILABLE "Exporter registered and available" [Bearer tok]`
-	callStatus    = "Status [Bearer tok]"
-	callReady     = `ReportStatus EXPORTER_STATUS_LEASE_READY "Ready for commands" [Bearer tok]`
+	callRegister  = "Register 0 labels, devices pool-abcde,qemu [Bearer tok Exporter lab/pool-abcde]"
+	callAvailable = `ReportStatus EXPORTER_STATUS_AVAILABLE "Exporter registered and available" [Bearer tok Exporter lab/pool-abcde]`
+	callStatus    = "Status [Bearer tok Exporter lab/pool-abcde]"
+	callReady     = `ReportStatus EXPORTER_STATUS_LEASE_READY "Ready for commands" [Bearer tok Exporter lab/pool-abcde]`
 )
 
 // With exitOnLeaseEnd, the end of the lease the controller streamed ends the exporter
@@ -171,8 +172,8 @@ func TestRunServesOneLeaseThenExits(t *testing.T) {
 		t.Errorf("exit status %d, want 0\n%s", code, stderr)
 	}
 	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady,
-		`ReportStatus EXPORTER_STATUS_OFFLINE "lease l1 ended (exitOnLeaseEnd)" [Bearer tok]`,
-		"Unregister lease l1 ended (exitOnLeaseEnd) [Bearer tok]"}, stderr)
+		`ReportStatus EXPORTER_STATUS_OFFLINE "lease l1 ended (exitOnLeaseEnd)" [Bearer tok Exporter lab/pool-abcde]`,
+		"Unregister lease l1 ended (exitOnLeaseEnd) [Bearer tok Exporter lab/pool-abcde]"}, stderr)
 }
 
 // Without exitOnLeaseEnd the exporter is available again after a lease, and a SIGTERM
@@ -184,7 +185,7 @@ func TestRunServesLeasesUntilStopped(t *testing.T) {
 	c.waitCalls(t, []string{callRegister, callAvailable, callStatus}, stderr)
 	c.status <- lease("l1")
 	c.status <- &pb.StatusResponse{}
-	again := `ReportStatus EXPORTER_STATUS_AVAILABLE "Available for new lease" [Bearer tok]`
+	again := `ReportStatus EXPORTER_STATUS_AVAILABLE "Available for new lease" [Bearer tok Exporter lab/pool-abcde]`
 	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady, again}, stderr)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -193,5 +194,5 @@ func TestRunServesLeasesUntilStopped(t *testing.T) {
 		t.Errorf("exit status %d, want 0\n%s", code, stderr)
 	}
 	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady, again,
-		`ReportStatus EXPORTER_STATUS_OFFLINE "terminated" [Bearer tok]`, "Unregister terminated [Bearer tok]"}, stderr)
+		`ReportStatus EXPORTER_STATUS_OFFLINE "terminated" [Bearer tok Exporter lab/pool-abcde]`, "Unregister terminated [Bearer tok Exporter lab/pool-abcde]"}, stderr)
 }
