@@ -35,6 +35,9 @@ var (
 	workDir string
 	// controllerImage is the controller image's reference, as imported.
 	controllerImage string
+	// upstreamCore is upstream's jumpstarter-controller (../shared/tools/upstream), ""
+	// when ../shared is absent: the scenarios on the real core then skip.
+	upstreamCore string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -87,8 +90,17 @@ func setup() error {
 	if err != nil {
 		return err
 	}
+	envOpts := []testenv.Option{testenv.WithServiceAccounts()}
+	if bin, up, err := upstreamParts(root); err == nil {
+		// The real core needs upstream's four CRDs; jumpsim's scenarios run on them too.
+		upstreamCore = bin
+		envOpts = append(envOpts, testenv.WithUpstreamJumpstarterCRDs(), testenv.WithCRDDirs(
+			filepath.Join(up, "jumpstarter.dev_clients.yaml"), filepath.Join(up, "jumpstarter.dev_exporteraccesspolicies.yaml")))
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: %v: the scenarios on upstream's core will skip\n", err)
+	}
 	start := time.Now()
-	if env, err = testenv.Start(testenv.WithServiceAccounts()); err != nil {
+	if env, err = testenv.Start(envOpts...); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: kube-apiserver at %s\n", env.Config.Host)

@@ -22,10 +22,15 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	pb "github.com/exporterset/exporterset/internal/e2e/standin/jumpstarterpb"
 )
 
 // GRPCPort is the port upstream's controller serves its gRPC on, on every interface
@@ -49,6 +54,9 @@ type Options struct {
 	Host string
 	// Dir receives the certificate, key and the controller's log (jumpstarter-controller.log).
 	Dir string
+	// Bridge, when set, is the only interface besides loopback from which the gRPC port
+	// may be reached (iptables rules on INPUT, removed by Stop; needs root).
+	Bridge string
 }
 
 // Core is a running (or stopped) upstream controller.
@@ -98,6 +106,11 @@ func Start(ctx context.Context, cl client.Client, o Options) (*Core, error) {
 	}
 	if err := writeConfigMap(ctx, cl, o.Namespace); err != nil {
 		return nil, err
+	}
+	if o.Bridge != "" {
+		if err := openFirewall(o.Bridge); err != nil {
+			return nil, err
+		}
 	}
 	c := &Core{opts: o, certs: cs, Log: filepath.Join(o.Dir, "jumpstarter-controller.log")}
 	if err := c.Restart(); err != nil {
@@ -170,8 +183,48 @@ func (c *Core) Restart() error {
 	return c.waitServing(time.Minute)
 }
 
-// waitServing waits for a TLS handshake on the gRPC port that verifies against the CA.
+// waitServing waits for a TLS handshake on the gRPC port that verifies against the CA,
+// then for the controller to judge tokens: its authenticator loads the controller's own
+// OIDC discovery document some seconds after the port opens, and until then every
+// exporter is refused with "authenticator not initialized".
 func (c *Core) waitServing(timeout time.Duration) error {
+	if err := c.waitTLS(timeout); err != nil {
+		return err
+	}
+	return c.waitAuthn(timeout)
+}
+
+// waitAuthn calls ReportStatus with a token that is no token until the refusal is about the
+// token rather than about the authenticator.
+func (c *Core) waitAuthn(timeout time.Duration) error {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.certs.caPEM)
+	conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", GRPCPort),
+		grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctrl := pb.NewControllerServiceClient(conn)
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer not-a-token", "jumpstarter-kind", "Exporter",
+			"jumpstarter-namespace", c.opts.Namespace, "jumpstarter-name", "readiness-probe")
+		_, err := ctrl.ReportStatus(ctx, &pb.ReportStatusRequest{})
+		cancel()
+		if err != nil && !strings.Contains(err.Error(), "not initialized") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("jumpstarter-controller does not authenticate after %s: %v", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitTLS waits for a TLS handshake on the gRPC port that verifies against the CA.
+func (c *Core) waitTLS(timeout time.Duration) error {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.certs.caPEM)
 	deadline := time.Now().Add(timeout)
@@ -199,9 +252,13 @@ func (c *Core) Kill() {
 	c.signal(syscall.SIGKILL, 0)
 }
 
-// Stop ends the process with SIGTERM, then SIGKILL after 10 s.
+// Stop ends the process with SIGTERM, then SIGKILL after 10 s, and removes the firewall
+// rules.
 func (c *Core) Stop() {
 	c.signal(syscall.SIGTERM, 10*time.Second)
+	if c != nil && c.opts.Bridge != "" {
+		closeFirewall(c.opts.Bridge)
+	}
 }
 
 func (c *Core) signal(sig syscall.Signal, grace time.Duration) {
