@@ -41,7 +41,7 @@ func startCore(t *testing.T, ns string) *core.Core {
 		t.Skip("upstream's jumpstarter-controller and CRDs (../shared) are absent")
 	}
 	c, err := core.Start(ctx, env.Client, core.Options{Binary: upstreamCore, Kubeconfig: kubeconfig, Namespace: ns,
-		Host: node.BridgeAddress, Dir: filepath.Join(workDir, "core", ns)})
+		Host: node.BridgeAddress, Bridge: node.BridgeName, Dir: filepath.Join(workDir, "core", ns)})
 	if err != nil {
 		t.Fatal(err)
 	}

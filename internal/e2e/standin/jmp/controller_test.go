@@ -34,11 +34,16 @@ type controller struct {
 	pb.UnimplementedControllerServiceServer
 	addr  string
 	caPEM []byte
+	cert  tls.Certificate
+	srv   *grpc.Server
 
 	mu    sync.Mutex
 	calls []string
 	// status feeds the open Status stream.
 	status chan *pb.StatusResponse
+	// current is the lease state a new Status stream starts with, as upstream's starts with
+	// the Exporter's leaseRef.
+	current *pb.StatusResponse
 }
 
 func startController(t *testing.T) *controller {
@@ -62,12 +67,27 @@ func startController(t *testing.T) *controller {
 		t.Fatal(err)
 	}
 	c := &controller{addr: ln.Addr().String(), caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		status: make(chan *pb.StatusResponse, 4)}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})))
-	pb.RegisterControllerServiceServer(srv, c)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
+		cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, status: make(chan *pb.StatusResponse, 4)}
+	c.serve(ln)
+	t.Cleanup(func() { c.srv.Stop() })
 	return c
+}
+
+func (c *controller) serve(ln net.Listener) {
+	c.srv = grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{c.cert}})))
+	pb.RegisterControllerServiceServer(c.srv, c)
+	go func() { _ = c.srv.Serve(ln) }()
+}
+
+// restart stops the server (every stream breaks) and serves again on the same address.
+func (c *controller) restart(t *testing.T) {
+	t.Helper()
+	c.srv.Stop()
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.serve(ln)
 }
 
 // record notes a call, with the bearer token it came with.
@@ -100,7 +120,13 @@ func (c *controller) Unregister(ctx context.Context, r *pb.UnregisterRequest) (*
 
 func (c *controller) Status(_ *pb.StatusRequest, s pb.ControllerService_StatusServer) error {
 	c.record(s.Context(), "Status")
-	if err := s.Send(&pb.StatusResponse{}); err != nil {
+	c.mu.Lock()
+	st := c.current
+	c.mu.Unlock()
+	if st == nil {
+		st = &pb.StatusResponse{}
+	}
+	if err := s.Send(st); err != nil {
 		return err
 	}
 	for {
@@ -108,6 +134,9 @@ func (c *controller) Status(_ *pb.StatusRequest, s pb.ControllerService_StatusSe
 		case <-s.Context().Done():
 			return nil
 		case st := <-c.status:
+			c.mu.Lock()
+			c.current = st
+			c.mu.Unlock()
 			if err := s.Send(st); err != nil {
 				return err
 			}
@@ -195,4 +224,25 @@ func TestRunServesLeasesUntilStopped(t *testing.T) {
 	}
 	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady, again,
 		`ReportStatus EXPORTER_STATUS_OFFLINE "terminated" [Bearer tok Exporter lab/pool-abcde]`, "Unregister terminated [Bearer tok Exporter lab/pool-abcde]"}, stderr)
+}
+
+// A controller restart mid-lease breaks the Status stream: the exporter connects again and
+// registers again, and the lease it still holds is neither ended nor announced twice.
+func TestRunKeepsItsLeaseAcrossAControllerRestart(t *testing.T) {
+	c := startController(t)
+	p := newPod(t, c.config(true), true, true)
+	cmd, stderr := p.start(t)
+	c.waitCalls(t, []string{callRegister, callAvailable, callStatus}, stderr)
+	c.status <- lease("l1")
+	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady}, stderr)
+	c.restart(t)
+	// The new Status stream starts with the state the controller knows: still leased.
+	c.waitCalls(t, []string{callRegister, callAvailable, callStatus, callReady, callRegister, callStatus}, stderr)
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("jmp gone after a controller restart: %v\n%s", err, stderr)
+	}
+	c.status <- &pb.StatusResponse{}
+	if code := wait(t, cmd, 10*time.Second); code != 0 {
+		t.Errorf("exit status %d, want 0\n%s", code, stderr)
+	}
 }
