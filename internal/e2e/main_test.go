@@ -2,8 +2,9 @@
 
 // The real-node tier: the controller's image deployed from config/default onto a real node
 // (containerd, runc, kubelet, kube-scheduler, kube-controller-manager), the pool's Pods
-// started by that kubelet, and only the Jumpstarter core simulated (jumpsim in real-node
-// mode). `make e2e` builds what it needs and runs it; see the README's "Real-node tier".
+// started by that kubelet, and upstream's Jumpstarter core controller as a host process
+// (package core; the scenarios skip where ../shared, which holds it, is absent). `make e2e`
+// builds what it needs and runs it; see docs/e2e.md.
 package e2e
 
 import (
@@ -92,7 +93,7 @@ func setup() error {
 	}
 	envOpts := []testenv.Option{testenv.WithServiceAccounts()}
 	if bin, up, err := upstreamParts(root); err == nil {
-		// The real core needs upstream's four CRDs; jumpsim's scenarios run on them too.
+		// Upstream's core needs upstream's four CRDs.
 		upstreamCore = bin
 		envOpts = append(envOpts, testenv.WithUpstreamJumpstarterCRDs(), testenv.WithCRDDirs(
 			filepath.Join(up, "jumpstarter.dev_clients.yaml"), filepath.Join(up, "jumpstarter.dev_exporteraccesspolicies.yaml")))

@@ -51,9 +51,13 @@ func startCore(t *testing.T, ns string) *core.Core {
 			t.Logf("upstream's controller log: %s", c.Log)
 		}
 	})
-	setCA(t, ns, string(c.CAPEM()))
+	coreCA[ns] = string(c.CAPEM())
+	setCA(t, ns, coreCA[ns])
 	return c
 }
+
+// coreCA is the CA of the core started for each namespace (the scenarios run one at a time).
+var coreCA = map[string]string{}
 
 // logCore shows upstream's own log lines of exporters registering and leases assigned.
 func logCore(t *testing.T, c *core.Core) {
