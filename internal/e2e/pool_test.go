@@ -33,6 +33,7 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 	deployController(t)
 	ns := newNamespace(t, "sample")
 	c := startCore(t, ns)
+	rec := recordTransitions(t, ns)
 	created := time.Now()
 	if _, err := testenv.ApplySamples(ctx, env.Client, "", ns); err != nil {
 		t.Fatal(err)
@@ -80,6 +81,9 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 		return false, fmt.Sprintf("available=%d Available=%s %s; pods:%s", s.Status.AvailableReplicas, a.Status, a.Reason, describePods(podsOf(t, ns)))
 	})
 	logCore(t, c)
+	for _, k := range []string{"Exporter " + leased, "Lease " + l.Name} {
+		t.Logf("FIDELITY upstream's core, %s:\n%s", k, rec.Of(k))
+	}
 }
 
 // checkInstancePod checks what only a real kubelet proves about an instance Pod: the init

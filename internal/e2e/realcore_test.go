@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -79,4 +80,21 @@ func waitExporterStatus(t *testing.T, ns, name string, want jsv1.ExporterStatusV
 		}
 		return e.Status.ExporterStatusValue == want, fmt.Sprintf("exporterStatus %q (%s), conditions %+v", e.Status.ExporterStatusValue, e.Status.StatusMessage, e.Status.Conditions)
 	})
+}
+
+// recordTransitions records the core's writes to ns's Exporters and Leases until the test
+// ends.
+func recordTransitions(t *testing.T, ns string) *core.Transitions {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	r, err := core.Record(rctx, wc, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -294,6 +294,22 @@ func (c *Core) Lines(words ...string) []string {
 	return out
 }
 
+// Count is the number of log lines that contain every one of words.
+func (c *Core) Count(words ...string) int {
+	b, _ := os.ReadFile(c.Log)
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(l, w)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
