@@ -41,7 +41,9 @@ func startCore(t *testing.T, ns string) *core.Core {
 	if upstreamCore == "" {
 		t.Skip("upstream's jumpstarter-controller and CRDs (../shared) are absent")
 	}
-	c, err := core.Start(ctx, env.Client, core.Options{Binary: upstreamCore, Kubeconfig: kubeconfig, Namespace: ns,
+	// The node's copy of the kubeconfig, under its state directory: the tier's teardown kills
+	// every process whose command line names that directory, this one included.
+	c, err := core.Start(ctx, env.Client, core.Options{Binary: upstreamCore, Kubeconfig: filepath.Join(node.DefaultStateDir, "kubeconfig"), Namespace: ns,
 		Host: node.BridgeAddress, Bridge: node.BridgeName, Dir: filepath.Join(workDir, "core", ns)})
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,10 @@ func (c *Core) Restart() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(c.opts.Binary, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe), "--metrics-bind-address", "0")
+	// The kubeconfig as a flag as well: a teardown that looks for processes naming the
+	// tier's state directory in their command line then finds this one too.
+	cmd := exec.Command(c.opts.Binary, "--kubeconfig", c.opts.Kubeconfig,
+		"--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", probe), "--metrics-bind-address", "0")
 	cmd.Env = append(os.Environ(),
 		"NAMESPACE="+c.opts.Namespace,
 		"KUBECONFIG="+c.opts.Kubeconfig,

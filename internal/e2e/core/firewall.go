@@ -33,6 +33,9 @@ func openFirewall(bridge string) error {
 	return nil
 }
 
+// CloseFirewall removes the rules a run left (for the tier's teardown after a hard kill).
+func CloseFirewall(bridge string) { closeFirewall(bridge) }
+
 // closeFirewall removes the rules (each as often as it is there).
 func closeFirewall(bridge string) {
 	for _, r := range firewallRules(bridge) {
