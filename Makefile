@@ -25,8 +25,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (ours and the Jumpstarter core's) 
 
 .PHONY: verify-generated
 verify-generated: generate manifests proto ## Fail when generated files (deepcopy, CRDs, RBAC, protobuf) differ from what is committed.
-	@git diff --exit-code -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- api config charts/exporterset/crds provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@git diff --exit-code -- api config charts/exporterset/crds $(PROTO_DIRS) || { echo "generated files are stale: run 'make generate manifests proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts/exporterset/crds $(PROTO_DIRS))" || { git status --porcelain -- api config charts/exporterset/crds $(PROTO_DIRS); echo "untracked generated files: run 'make generate manifests proto' and commit" >&2; exit 1; }
 
 # The control-plane binaries each job needs. A failed build ends the recipe (the assignment's
 # status is the command's, and .SHELLFLAGS has -e): tests never run with empty assets.
@@ -123,7 +123,8 @@ $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	@mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
 
-# Protocol buffers of the provisioner plugin protocol. protoc is Debian bookworm's
+# Protocol buffers: the provisioner plugin protocol, and the part of Jumpstarter's exporter
+# protocol the e2e tier's stand-in exporter speaks. protoc is Debian bookworm's
 # protobuf-compiler (apt-get install -y protobuf-compiler); the Go generators are pinned here.
 # The generated files name these versions in their header, so the same versions give
 # byte-identical output and verify-proto can compare.
@@ -133,7 +134,8 @@ PROTOC_GEN_GO_VERSION ?= v1.36.11
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
-PROTO_FILES := provisioner/plugin/internal/pluginpb/provisioner.proto
+PROTO_FILES := provisioner/plugin/internal/pluginpb/provisioner.proto internal/e2e/standin/jumpstarterpb/jumpstarter.proto
+PROTO_DIRS := provisioner/plugin/internal/pluginpb internal/e2e/standin/jumpstarterpb
 
 .PHONY: proto
 proto: $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the plugin protocol's Go code from its .proto.
@@ -146,8 +148,8 @@ proto: $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the plugin protocol'
 
 .PHONY: verify-proto
 verify-proto: proto ## Fail when the generated protocol code differs from what is committed.
-	@git diff --exit-code -- provisioner/plugin/internal/pluginpb || { echo "generated protocol code is stale: run 'make proto' and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- provisioner/plugin/internal/pluginpb)" || { git status --porcelain -- provisioner/plugin/internal/pluginpb; echo "untracked generated files: run 'make proto' and commit" >&2; exit 1; }
+	@git diff --exit-code -- $(PROTO_DIRS) || { echo "generated protocol code is stale: run 'make proto' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- $(PROTO_DIRS))" || { git status --porcelain -- $(PROTO_DIRS); echo "untracked generated files: run 'make proto' and commit" >&2; exit 1; }
 
 $(PROTOC_GEN_GO):
 	@mkdir -p $(LOCALBIN)

@@ -38,7 +38,7 @@ type failure struct {
 	seenWhat string
 }
 
-// Real failures on the real node, each reported with its Degraded reason and the kubelet's
+// Real failures on the real node and upstream's core, each reported with its Degraded reason and the kubelet's
 // or scheduler's own words quoted, then fixed, after which the pool recovers. The real
 // words are logged for the README's fidelity table.
 func TestFailuresOnRealNode(t *testing.T) {
@@ -99,7 +99,7 @@ func TestFailuresOnRealNode(t *testing.T) {
 			setCA(t, set.Namespace, "not a certificate")
 		},
 		fix: func(t *testing.T, ns string) {
-			setCA(t, ns, testCA)
+			setCA(t, ns, coreCA[ns])
 		},
 		want: vtv1alpha1.ReasonTargetCrashing,
 	}} {
@@ -109,8 +109,7 @@ func TestFailuresOnRealNode(t *testing.T) {
 
 func runFailure(t *testing.T, f failure) {
 	ns := newNamespace(t, f.name)
-	startSim(t, ns)
-	setCA(t, ns, testCA)
+	startCore(t, ns)
 	cls, set := smallPool(ns, f.name)
 	f.breakIt(t, cls, set)
 	for _, o := range []client.Object{cls, set} {
@@ -197,9 +196,6 @@ func smallPool(ns, board string) (*vtv1alpha1.VirtualTargetClass, *vtv1alpha1.Ex
 	}
 	return cls, set
 }
-
-// testCA is a PEM bundle for the exporter configs (the simulated core never dials it).
-const testCA = "-----BEGIN CERTIFICATE-----\nZTJlIENB\n-----END CERTIFICATE-----\n"
 
 // setCA writes the namespace's Jumpstarter CA ConfigMap.
 func setCA(t *testing.T, ns, pem string) {

@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -20,7 +18,6 @@ import (
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/testproc"
 )
 
@@ -128,34 +125,6 @@ func dumpNamespace(t *testing.T, ns string) {
 	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err == nil {
 		t.Logf("Pods:%s", describePods(pods.Items))
 	}
-}
-
-// startSim runs jumpsim's Jumpstarter core for ns, beside the real node: a lease's end
-// reaches the real exporter process as `jmp lease-ended` run in its container.
-func startSim(t *testing.T, ns string) *jumpsim.Simulator {
-	t.Helper()
-	sim, err := jumpsim.New(env.Config, jumpsim.WithNamespaces(ns), jumpsim.WithRealNode(execLeaseEnded))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Stop() })
-	return sim
-}
-
-// execLeaseEnded runs `jmp lease-ended` in the exporter container through the API server
-// and the kubelet, as kubectl exec does.
-func execLeaseEnded(ctx context.Context, pod *corev1.Pod, container string) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", pod.Namespace, "exec", pod.Name,
-		"-c", container, "--", "jmp", "lease-ended").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("kubectl exec: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // getSet reads an ExporterSet.

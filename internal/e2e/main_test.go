@@ -2,8 +2,9 @@
 
 // The real-node tier: the controller's image deployed from config/default onto a real node
 // (containerd, runc, kubelet, kube-scheduler, kube-controller-manager), the pool's Pods
-// started by that kubelet, and only the Jumpstarter core simulated (jumpsim in real-node
-// mode). `make e2e` builds what it needs and runs it; see the README's "Real-node tier".
+// started by that kubelet, and upstream's Jumpstarter core controller as a host process
+// (package core; the scenarios skip where ../shared, which holds it, is absent). `make e2e`
+// builds what it needs and runs it; see docs/e2e.md.
 package e2e
 
 import (
@@ -35,6 +36,9 @@ var (
 	workDir string
 	// controllerImage is the controller image's reference, as imported.
 	controllerImage string
+	// upstreamCore is upstream's jumpstarter-controller (../shared/tools/upstream), ""
+	// when ../shared is absent: the scenarios on the real core then skip.
+	upstreamCore string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -87,8 +91,17 @@ func setup() error {
 	if err != nil {
 		return err
 	}
+	envOpts := []testenv.Option{testenv.WithServiceAccounts()}
+	if bin, up, err := upstreamParts(root); err == nil {
+		// Upstream's core needs upstream's four CRDs.
+		upstreamCore = bin
+		envOpts = append(envOpts, testenv.WithUpstreamJumpstarterCRDs(), testenv.WithCRDDirs(
+			filepath.Join(up, "jumpstarter.dev_clients.yaml"), filepath.Join(up, "jumpstarter.dev_exporteraccesspolicies.yaml")))
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: %v: the scenarios on upstream's core will skip\n", err)
+	}
 	start := time.Now()
-	if env, err = testenv.Start(testenv.WithServiceAccounts()); err != nil {
+	if env, err = testenv.Start(envOpts...); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "e2e: kube-apiserver at %s\n", env.Config.Host)

@@ -91,6 +91,7 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 	t.Cleanup(func() { scaleDefault(t, 1) })
 
 	ns := newNamespace(t, "jumpstarter")
+	startCore(t, ns)
 	privileged(t, ns)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns}}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "jumpstarter-exporterset-qemu", Namespace: ns}, Rules: upstreamop.Rules}
@@ -107,7 +108,6 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startSim(t, ns)
 	applySamplesWithImages(t, ns)
 
 	testproc.WaitFor(t, 3*time.Minute, "the operator's controller to serve the sample pool", func() (bool, string) {
@@ -145,7 +145,6 @@ func TestOperatorDeploymentOnRealNode(t *testing.T) {
 // upstream's registry images, which this node must never pull.
 func applySamplesWithImages(t *testing.T, ns string) {
 	t.Helper()
-	setCA(t, ns, testCA)
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

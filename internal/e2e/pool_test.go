@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/internal/e2e/node"
 	"github.com/exporterset/exporterset/internal/testenv"
@@ -20,15 +21,19 @@ const samplePool = "x86-64-pool"
 
 var sampleSelector = map[string]string{"board": "x86-64-virtual"}
 
-// Upstream's sample class and pool, unchanged, on the real node: the warm buffer is reached
-// with Pods the real scheduler placed and the real kubelet started (init container copying
-// jumpstarter-exec into /shared, the runtime as a native sidecar, the exporter reading its
-// mounted config as UID 65532, KVM from the device plugin); a lease is served, its release
-// makes the real exporter exit (exitOnLeaseEnd), and a replacement becomes available.
+// Upstream's sample class and pool, unchanged, on the real node and upstream's core: the
+// warm buffer is reached with Pods the real scheduler placed and the real kubelet started
+// (init container copying jumpstarter-exec into /shared, the runtime as a native sidecar,
+// the exporter reading its mounted config as UID 65532, KVM from the device plugin), each
+// exporter registered over gRPC with upstream's jumpstarter-controller, using the
+// credential and endpoint upstream issued and the CA the tier made. A Lease taken with a
+// selector is assigned by upstream's scheduler, the exporter reports LeaseReady, and the
+// release makes the exporter exit (exitOnLeaseEnd); a replacement becomes available.
 func TestSamplePoolOnRealNode(t *testing.T) {
 	deployController(t)
 	ns := newNamespace(t, "sample")
-	startSim(t, ns)
+	c := startCore(t, ns)
+	rec := recordTransitions(t, ns)
 	created := time.Now()
 	if _, err := testenv.ApplySamples(ctx, env.Client, "", ns); err != nil {
 		t.Fatal(err)
@@ -57,6 +62,9 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 	l := takeLease(t, ns, sampleSelector)
 	leased := l.Status.ExporterRef.Name
 	t.Logf("lease %s holds %s", l.Name, leased)
+	// Only the exporter process tells upstream it is LeaseReady, once upstream's Status
+	// stream told it of the lease.
+	waitExporterStatus(t, ns, leased, jsv1.ExporterStatusLeaseReady)
 	releaseLease(t, l)
 	// exitOnLeaseEnd: the exporter exits, its Pod completes, the controller replaces it.
 	testproc.WaitFor(t, 3*time.Minute, "a replacement of "+leased+" to be available", func() (bool, string) {
@@ -72,6 +80,10 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 		a := condition(s, string(vtv1alpha1.ConditionAvailable))
 		return false, fmt.Sprintf("available=%d Available=%s %s; pods:%s", s.Status.AvailableReplicas, a.Status, a.Reason, describePods(podsOf(t, ns)))
 	})
+	logCore(t, c)
+	for _, k := range []string{"Exporter " + leased, "Lease " + l.Name} {
+		t.Logf("FIDELITY upstream's core, %s:\n%s", k, rec.Of(k))
+	}
 }
 
 // checkInstancePod checks what only a real kubelet proves about an instance Pod: the init

@@ -17,6 +17,11 @@ const BridgeName = "e2e-cni0"
 // PodSubnet is the Pods' address range on BridgeName.
 const PodSubnet = "10.88.0.0/16"
 
+// BridgeAddress is the host's own address on BridgeName (the range's gateway): what Pods
+// reach a host process at, e.g. upstream's Jumpstarter controller. It exists once the first
+// Pod's sandbox has made the bridge.
+const BridgeAddress = "10.88.0.1"
+
 // writeCNIConfig writes the bridge network containerd's CRI plugin sets Pods up with. The
 // IPAM state lives under the state directory too. The bridge holds the gateway address, but
 // Pods get no default route (isDefaultGateway is false): they reach only each other.
@@ -38,11 +43,11 @@ func writeCNIConfig(state string) error {
       "ipam": {
         "type": "host-local",
         "dataDir": %q,
-        "ranges": [[{"subnet": %q}]]
+        "ranges": [[{"subnet": %q, "gateway": %q}]]
       }
     }
   ]
 }
-`, BridgeName, filepath.Join(state, "cni/ipam"), PodSubnet)
+`, BridgeName, filepath.Join(state, "cni/ipam"), PodSubnet, BridgeAddress)
 	return os.WriteFile(filepath.Join(dir, "10-e2e.conflist"), []byte(conf), 0o644)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/exporterset/exporterset/internal/e2e/core"
 	"github.com/exporterset/exporterset/internal/e2e/node"
 )
 
@@ -15,6 +16,8 @@ func main() {
 	if len(os.Args) > 1 {
 		state = os.Args[1]
 	}
+	// Upstream's core controller names the state's kubeconfig, so Teardown kills it too.
+	core.CloseFirewall(node.BridgeName)
 	if err := node.Teardown(state); err != nil {
 		fmt.Fprintf(os.Stderr, "teardown %s: %v\n", state, err)
 		os.Exit(1)

@@ -1,13 +1,19 @@
 // Command jmp is the e2e tier's stand-in for Jumpstarter's `jmp`: the two subcommands the
-// real-node tests need, with the real exporter's contract and none of its network.
+// real-node tests need, with the real exporter's contract towards its controller.
 //
-//	jmp run --exporter-config PATH   check the config and the launcher, log "registered", run
-//	                                 until SIGTERM/SIGINT, or SIGUSR1 (a lease ended) with
-//	                                 exitOnLeaseEnd
-//	jmp lease-ended [--pid N]        tell the exporter (PID 1 of its container) a lease ended
+//	jmp run --exporter-config PATH   check the config and the launcher, then be a client of
+//	                                 the controller at the config's endpoint (TLS trusting
+//	                                 tls.ca, the token as bearer): Register, ReportStatus,
+//	                                 the Status stream; a lease's end exits with
+//	                                 exitOnLeaseEnd, else it is available again; SIGTERM or
+//	                                 SIGINT reports Offline and unregisters
+//	jmp lease-ended [--pid N]        tell the exporter (PID 1 of its container) a lease ended,
+//	                                 for a simulated core (jumpsim), which never dials
 //
 // A failure is one line on stderr and in the container's termination log, which the kubelet
-// shows as the container status message, and exit status 1.
+// shows as the container status message, and exit status 1. A controller that cannot be
+// reached (or a CA that verifies nobody) is no such failure: the exporter retries every
+// second, as a real one does.
 package main
 
 import (

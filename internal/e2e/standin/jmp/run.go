@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -51,23 +52,44 @@ func run(args []string) int {
 	} else {
 		log.Printf("no %s set: running without a target launcher", launcher.EnvSocket)
 	}
-	log.Printf("exporter %s/%s registered with the controller at %s (drivers: %s; exitOnLeaseEnd: %t)",
+	s, err := newSession(cfg)
+	if err != nil {
+		return fail("exporter config %s: %v", *path, err)
+	}
+	log.Printf("exporter %s/%s: connecting to the controller at %s (drivers: %s; exitOnLeaseEnd: %t)",
 		cfg.Metadata.Namespace, cfg.Metadata.Name, cfg.Endpoint, strings.Join(cfg.DriverNames(), ", "), cfg.ExitOnLeaseEnd)
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan leaseEvent, 1)
+	served := make(chan struct{})
+	go func() { s.serve(ctx, ended); close(served) }()
+	// stop ends the session before the clean exit: Offline, then Unregister.
+	stop := func(reason string) int {
+		cancel()
+		<-served
+		s.stop(reason)
+		return 0
+	}
 
-	for sig := range sigs {
-		switch sig {
-		case syscall.SIGUSR1:
-			if cfg.ExitOnLeaseEnd {
-				log.Print("lease ended, exitOnLeaseEnd: exiting")
-				return 0
+	for {
+		select {
+		case e := <-ended:
+			log.Printf("lease %s ended, exitOnLeaseEnd: exiting", e.ended)
+			return stop("lease " + e.ended + " ended (exitOnLeaseEnd)")
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGUSR1:
+				// `jmp lease-ended`: a lease end told by a simulated core, which never dials.
+				if cfg.ExitOnLeaseEnd {
+					log.Print("lease ended, exitOnLeaseEnd: exiting")
+					return stop("lease ended (exitOnLeaseEnd)")
+				}
+				log.Print("lease ended; staying for the next lease (exitOnLeaseEnd is false)")
+			default:
+				log.Printf("%v: exiting", sig)
+				return stop(sig.String())
 			}
-			log.Print("lease ended; staying for the next lease (exitOnLeaseEnd is false)")
-		default:
-			log.Printf("%v: exiting", sig)
-			return 0
 		}
 	}
-	return 0
 }
 
 // checkLauncher checks what the init container and the target runtime sidecar provide, in
