@@ -63,7 +63,9 @@ func CacheOptions(namespaces ...string) cache.Options {
 		&corev1.Pod{}:                {Label: mine},
 		&corev1.Secret{}:             {Label: mine},
 		&jumpstarterv1alpha1.Lease{}: {Label: notEnded},
-	}}
+		// Not label-restricted: a pool taken over from upstream carries none of our labels.
+		&jumpstarterv1alpha1.Exporter{}: {Transform: trimUnrelatedExporter},
+	}, DefaultTransform: stripManagedFields}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
