@@ -50,13 +50,14 @@ func (e expectations) expectRetiring(key string, now time.Time, names ...string)
 	}
 }
 
-// reconcile drops what obs shows (or what timed out) and applies the rest to it: it returns
-// how many created Exporters the cache does not show yet, and marks instances this process
-// disabled as retiring when the cache still shows them enabled.
-func (e expectations) reconcile(key string, now time.Time, obs *observation) int32 {
+// reconcile drops what obs shows (or what timed out). It returns how many created Exporters
+// the cache does not show yet, and obs as this process left it: an instance it disabled that
+// the cache still shows enabled is seen retiring. obs itself is not changed (the observed
+// objects are the cache's own, and an Instance is read-only after observation).
+func (e expectations) reconcile(key string, now time.Time, obs *observation) (int32, *observation) {
 	s, _ := e.sets.forSet(key)
 	if s == nil {
-		return 0
+		return 0, obs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,25 +76,31 @@ func (e expectations) reconcile(key string, now time.Time, obs *observation) int
 		}
 		pending++
 	}
+	asLeft := map[string]*pool.Instance{}
 	for name, at := range s.retiring {
 		in, ok := seen[name]
 		if !ok || in.Retiring() || now.Sub(at) > expectationTimeout {
 			delete(s.retiring, name)
 			continue
 		}
-		// The cache lags our own patch: see the instance as we left it, on a copy (the
-		// observed object is the cache's own).
-		e := in.Exporter.DeepCopy()
-		if e.Annotations == nil {
-			e.Annotations = map[string]string{}
-		}
-		e.Annotations[pool.AnnotationRetiring] = at.UTC().Format(time.RFC3339)
-		disabled := false
-		e.Spec.Enabled = &disabled
-		in.Exporter = e
+		asLeft[name] = retiringCopy(in, at)
 	}
 	if len(s.created) == 0 && len(s.retiring) == 0 {
 		e.sets.dropSet(key) // nothing pending: the set's record holds nothing of this
 	}
-	return pending
+	return pending, obs.replacing(asLeft)
+}
+
+// retiringCopy is in as this process left it when it disabled in at: a new Instance with a
+// copy of its Exporter, annotated retiring and disabled.
+func retiringCopy(in *pool.Instance, at time.Time) *pool.Instance {
+	e := in.Exporter.DeepCopy()
+	if e.Annotations == nil {
+		e.Annotations = map[string]string{}
+	}
+	e.Annotations[pool.AnnotationRetiring] = at.UTC().Format(time.RFC3339)
+	e.Spec.Enabled = new(bool)
+	out := *in
+	out.Exporter = e
+	return &out
 }

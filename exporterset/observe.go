@@ -34,6 +34,27 @@ type observation struct {
 	Bookings []pool.Booking
 }
 
+// replacing is a copy of o whose instances and strays named in by are replaced by
+// by's; o itself when by is empty.
+func (o *observation) replacing(by map[string]*pool.Instance) *observation {
+	if len(by) == 0 {
+		return o
+	}
+	swap := func(in []*pool.Instance) []*pool.Instance {
+		out := make([]*pool.Instance, len(in))
+		for i, x := range in {
+			if y, ok := by[x.Name()]; ok {
+				x = y
+			}
+			out[i] = x
+		}
+		return out
+	}
+	c := *o
+	c.Instances, c.Strays = swap(o.Instances), swap(o.Strays)
+	return &c
+}
+
 // uids are the UIDs of every Exporter the set controls (instances and strays).
 func (o *observation) uids() map[types.UID]bool {
 	out := make(map[types.UID]bool, len(o.Instances)+len(o.Strays))

@@ -221,7 +221,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 
 	var expected int32
 	if r.useExpectations {
-		expected = r.expectations.reconcile(keyOf(set), p.now, obs)
+		// From here on the pass sees its own retirements, which the cache may not show yet.
+		expected, obs = r.expectations.reconcile(keyOf(set), p.now, obs)
 	}
 	in := planInput(p, obs, res.health, expected)
 	in.LeadTime = r.bookingLead(p, obs)
