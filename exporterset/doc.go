@@ -27,8 +27,19 @@
 // credential, an invalid Pod) flows back as a recorded result that the set's next pass turns
 // into conditions. Concurrency comes from the two workqueues, each serialising its keys: no
 // locks between the two. Creates are paced by one pure mechanism, a window on the instances
-// begun and not yet finished that grows as they finish (pacing.go), so the first instances
-// are finished before the bulk is begun.
+// begun and not yet finished that grows as they finish (pool.CreateRoom), so the first
+// instances are finished before the bulk is begun.
+//
+// # Packages
+//
+//   - exporterset (this package): the two reconcilers, what they read and write, and what
+//     they remember between passes. Everything here talks to the API server or a provisioner.
+//   - exporterset/pool: the pool math, pure and exported for embedders: the read-only
+//     Instance view and its Problems, ComputeStatus, PlanScale with rolls and the deletion
+//     order, bookings, the failure backoff, the lead-time log and the create window. It
+//     imports no client and no clock.
+//   - exporterset/internal/metrics: the Prometheus series and the lease SLO bookkeeping.
+//   - exporterset/internal/fixture: instances built in memory for the pure tests.
 //
 // # Data flow of a pass
 //
@@ -38,14 +49,18 @@
 //	inputs    reconciler.go   the class, the provisioner, the selector      -> blocker
 //	request   request.go      merged parameters, images, Validate (memoized) -> blocker
 //	observe   observe.go      the set's Exporters, Pods, Secrets and Leases  -> observation
-//	                          (waiting leases; bookings, bookings.go)
-//	lead      startup.go      start-ups measured, the lead for bookings     -> LeadTime
+//	                          (waiting leases; bookings, pool/bookings.go)
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
-//	status    status.go       ComputeStatus (pure)                          -> Counts
-//	plan      plan.go         PlanScale (pure; roll.go, deletion_order.go)  -> Plan
+//	                          (failurememory.go, pool/backoff.go)
+//	status    pool/status.go  ComputeStatus (pure)                          -> Counts
+//	expect    expectations.go its own creates and retirements the cache     -> observation
+//	                          does not show yet (a copy; the observed one
+//	                          is not changed)
+//	lead      startup.go      start-ups measured (pool/leadtime.go)         -> LeadTime
+//	plan      pool/plan.go    PlanScale (pure; pool/roll.go,                -> Plan
+//	                          pool/deletion_order.go), pool.CreateRoom
 //	act       act.go          remove and retire (retire.go), publish the    -> actResult
-//	                          intents (intents.go), create (pacing.go),
-//	                          poke
+//	                          intents (intents.go), create, poke
 //	status    conditions.go   four conditions, each a pure function of the results
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
@@ -64,6 +79,6 @@
 // (retire.go's remove), so a replacement at the ceiling follows its predecessor in the same
 // pass and never overlaps it.
 //
-// The pure steps, ComputeStatus and PlanScale, are exported and need no API server
-// (examples/whatif uses them on a pool built in memory).
+// The pure steps live in exporterset/pool and need no API server (examples/whatif uses
+// them on a pool built in memory).
 package exporterset
