@@ -83,6 +83,9 @@ func testSweep(t *testing.T) {
 				row.converged = !res.Failed()
 				row.settle = res.ConvergedIn
 				t.Log(res.Summary())
+				if os.Getenv("SOAK_HISTORY") != "" {
+					t.Log("history:\n" + res.HistoryTail)
+				}
 				if res.Failed() {
 					row.err = strings.SplitN(res.Report(), "\n", 2)[0]
 					t.Errorf("seed %d walk %d: %s", seed, walk, res.Report())
