@@ -179,7 +179,7 @@ SWEEP_WALKS ?= 3
 WALK_DURATION ?= 20s
 
 .PHONY: soak-sweep
-soak-sweep: ## Convergence sweep: fixed seeds + SWEEP_SEEDS=20 random, SWEEP_WALKS=3 walks of WALK_DURATION=20s each (about 45 min on 2 busy cores).
+soak-sweep: ## Convergence sweep: fixed seeds + SWEEP_SEEDS=20 random, SWEEP_WALKS=3 walks of WALK_DURATION=20s each (about 35 min).
 	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" SOAK_RANDOM_SEEDS=$(SWEEP_SEEDS) SOAK_WALKS=$(SWEEP_WALKS) SOAK_DURATION=$(WALK_DURATION) SOAK_SEED=$(SOAK_SEED) \
 		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
 

@@ -13,7 +13,7 @@ import (
 )
 
 // defaultSweepWalk is one walk of a sweep: 63 walks (the fixed seed and 20 random seeds,
-// 3 walks each), with their set-up and settle, take about 45 minutes on 2 busy cores.
+// 3 walks each), with their set-up and settle, took 35 minutes on 2 busy cores.
 const defaultSweepWalk = 20 * time.Second
 
 // sweepRequested reports whether the environment asks for a sweep: SOAK_RANDOM_SEEDS or
