@@ -88,7 +88,7 @@ func testSweep(t *testing.T) {
 				}
 				if res.Failed() {
 					row.err = strings.SplitN(res.Report(), "\n", 2)[0]
-					t.Errorf("seed %d walk %d: %s", seed, walk, res.Report())
+					t.Errorf("seed %d walk %d (its walks again: SOAK_SEED=%d make soak-sweep WALK_DURATION=%s): %s", seed, walk, seed, perWalk, res.Report())
 				}
 			})
 			rows = append(rows, row)
