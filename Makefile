@@ -173,6 +173,18 @@ soak: ## Chaos soak for DURATION (default 2m; e.g. DURATION=30m), SOAK_SEED=n to
 	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" SOAK_DURATION=$(DURATION) SOAK_SEED=$(SOAK_SEED) \
 		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
 
+# The convergence sweep (issue 28): the fixed seeds plus SWEEP_SEEDS random ones (printed),
+# each walked SWEEP_WALKS times for WALK_DURATION, one walk after another; a table of every
+# walk closes it. SOAK_SEED=n sweeps that seed alone (a replay of a failed walk).
+SWEEP_SEEDS ?= 20
+SWEEP_WALKS ?= 3
+WALK_DURATION ?= 20s
+
+.PHONY: soak-sweep
+soak-sweep: ## Convergence sweep: fixed seeds + SWEEP_SEEDS=20 random, SWEEP_WALKS=3 walks of WALK_DURATION=20s each (about 35 min).
+	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" SOAK_RANDOM_SEEDS=$(SWEEP_SEEDS) SOAK_WALKS=$(SWEEP_WALKS) SOAK_DURATION=$(WALK_DURATION) SOAK_SEED=$(SOAK_SEED) \
+		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
+
 .PHONY: bench-scale
 bench-scale: ## Scale benchmark: ours vs the ReplicaSet controller on one envtest API server (minutes; not in `make test`).
 	$(call assets,$(BENCH_BINS)); KUBEBUILDER_ASSETS="$$assets" go run ./internal/scalebench/cmd/bench-scale $(BENCH_SCALE_ARGS)

@@ -134,7 +134,10 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 			continue
 		}
 		if !recordedExternal(in.Exporter) {
+			// Under mu: the goroutines of earlier instances write the same map.
+			mu.Lock()
 			res.states[in.Exporter.UID] = &provisioner.ExternalState{Phase: provisioner.ExternalGone, Reason: "NotCreated"}
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)

@@ -90,4 +90,6 @@
 // Run it with `make soak` (SOAK_DURATION, default 2m, split between seed 1 and a random seed;
 // `make soak DURATION=30m` for a long run, `SOAK_SEED=n` to replay one seed). `go test ./...`
 // runs the short default. A failure prints the seed, the violations and the event history.
+// `make soak-sweep` (SOAK_RANDOM_SEEDS, SOAK_WALKS; sweep_test.go) walks the fixed seeds
+// plus random ones several times each, SOAK_DURATION per walk, and prints a table of walks.
 package soak

@@ -151,6 +151,9 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand) [%s]",
 			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, instances)
 	}
+	if len(problems) > 0 {
+		problems = append(problems, fmt.Sprintf("set %s: detail: %s", set.Name, detail(set, ownedBy(exporters, set.UID), byOwner)))
+	}
 	return problems
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -277,7 +278,13 @@ func waitFinal(ctx context.Context, c *Checker, settle time.Duration, failed <-c
 			problems = []string{fmt.Sprintf("reading the final state: %v", err)}
 		}
 		if len(problems) == 0 {
+			c.history.Record(KindNote, "final: the invariants hold")
 			return nil
+		}
+		if !slices.Equal(problems, last) {
+			// What the pool still lacks, each time it changes: a walk that converges late
+			// or not at all shows what it waited for.
+			c.history.Record(KindNote, "final: waiting for %s", strings.Join(problems, "; "))
 		}
 		last = problems
 		if time.Now().After(deadline) {

@@ -33,11 +33,19 @@ func TestMain(m *testing.M) {
 // with a random seed.
 const defaultSoakDuration = 2 * time.Minute
 
+// fixedSeeds are walked by every run of the soak that does not replay one seed.
+var fixedSeeds = []int64{1}
+
 // TestSoak runs the chaos soak. SOAK_DURATION (default 2m) is the total walk time: with
 // SOAK_SEED it all goes to that seed (a replay); without, it is split between the fixed seed
 // 1 and a seed drawn from the clock, printed first so that a failure can be replayed.
-// SOAK_HISTORY=1 prints the history of passing runs too.
+// SOAK_HISTORY=1 prints the history of passing runs too. SOAK_RANDOM_SEEDS or SOAK_WALKS
+// turn it into a sweep instead (sweep_test.go).
 func TestSoak(t *testing.T) {
+	if sweepRequested() {
+		testSweep(t)
+		return
+	}
 	total := defaultSoakDuration
 	if v := os.Getenv("SOAK_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -59,7 +67,7 @@ func TestSoak(t *testing.T) {
 		runs = []run{{seed, total}}
 	} else {
 		random := time.Now().UnixNano()
-		runs = []run{{1, total / 2}, {random, total - total/2}}
+		runs = []run{{fixedSeeds[0], total / 2}, {random, total - total/2}}
 	}
 	pluginDir := t.TempDir()
 	provisionertest.BuildPlugin(t, pluginDir, PluginPackage, "container")
