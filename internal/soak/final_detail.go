@@ -10,7 +10,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
+	expool "github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // detail describes a set that did not converge beyond the counters: its conditions and, per
@@ -24,7 +24,7 @@ func detail(set *vtv1alpha1.ExporterSet, exporters []*jumpstarterv1alpha1.Export
 		fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
 	}
 	for _, e := range exporters {
-		fmt.Fprintf(&b, "; exporter %s enabled=%v spechash=%s", e.Name, e.IsEnabled(), e.Labels[exporterset.LabelSpecHash])
+		fmt.Fprintf(&b, "; exporter %s enabled=%v spechash=%s", e.Name, e.IsEnabled(), e.Labels[expool.LabelSpecHash])
 		for _, t := range []string{"Registered", "Online"} {
 			if c := meta.FindStatusCondition(e.Status.Conditions, t); c != nil {
 				fmt.Fprintf(&b, " %s=%s(%s)", t, c.Status, c.Reason)
