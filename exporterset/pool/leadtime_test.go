@@ -4,13 +4,10 @@ import (
 	"testing"
 	"time"
 
-	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestMeasureStartup(t *testing.T) {
@@ -22,11 +19,11 @@ func TestMeasureStartup(t *testing.T) {
 		want    time.Duration
 		ok      bool
 	}{
-		{"Immediate: create to online", bootedAt("a", time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 5 * time.Second, true},
-		{"WaitForFirstConsumer: Pod start to online", bootedAt("a", 10*time.Second, 14*time.Second), vtv1alpha1.BindingWaitForFirstConsumer, 4 * time.Second, true},
+		{"Immediate: create to online", fixture.BootedAt("a", time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 5 * time.Second, true},
+		{"WaitForFirstConsumer: Pod start to online", fixture.BootedAt("a", 10*time.Second, 14*time.Second), vtv1alpha1.BindingWaitForFirstConsumer, 4 * time.Second, true},
 		{"not online yet", fixture.Instance("a", fixture.Pod(corev1.PodRunning)), vtv1alpha1.BindingImmediate, 0, false},
-		{"online before its Pod: a restarted Pod", bootedAt("a", 10*time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
-		{"online too long ago to tell", bootedAt("a", 0, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
+		{"online before its Pod: a restarted Pod", fixture.BootedAt("a", 10*time.Second, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
+		{"online too long ago to tell", fixture.BootedAt("a", 0, 5*time.Second), vtv1alpha1.BindingImmediate, 0, false},
 	}
 	for _, c := range cases {
 		n := now
@@ -46,7 +43,7 @@ func TestStartupLogLeadTime(t *testing.T) {
 		t.Fatal("a lead time before anything was measured")
 	}
 	now := fixture.Epoch.Add(30 * time.Second)
-	instances := []*pool.Instance{bootedAt("a", 0, 4*time.Second)}
+	instances := []*pool.Instance{fixture.BootedAt("a", 0, 4*time.Second)}
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
 	if got, _ := log.LeadTime(); got != 4*time.Second+pool.LeadMarginMin {
 		t.Fatalf("lead after one 4 s start-up: %s, want 4 s + %s", got, pool.LeadMarginMin)
@@ -55,7 +52,7 @@ func TestStartupLogLeadTime(t *testing.T) {
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
 	instances[0].Exporter.Status.Conditions = nil
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
-	instances[0] = bootedAt("a", 0, 20*time.Second)
+	instances[0] = fixture.BootedAt("a", 0, 20*time.Second)
 	log = log.Record(instances, vtv1alpha1.BindingImmediate, now)
 	if len(log.Samples()) != 1 {
 		t.Fatalf("samples %v, want the one start-up", log.Samples())
@@ -66,7 +63,7 @@ func TestStartupLogLeadTime(t *testing.T) {
 		if i == pool.StartupSamples+4 {
 			d = time.Minute
 		}
-		log = log.Record([]*pool.Instance{bootedAt(string(rune('b'+i)), 0, d)}, vtv1alpha1.BindingImmediate, now)
+		log = log.Record([]*pool.Instance{fixture.BootedAt(string(rune('b'+i)), 0, d)}, vtv1alpha1.BindingImmediate, now)
 	}
 	if len(log.Samples()) != pool.StartupSamples {
 		t.Fatalf("%d samples kept, want the last %d", len(log.Samples()), pool.StartupSamples)
@@ -74,17 +71,4 @@ func TestStartupLogLeadTime(t *testing.T) {
 	if got, _ := log.LeadTime(); got != 10*time.Second {
 		t.Fatalf("lead %s, want 8 s + 2 s", got)
 	}
-}
-
-// bootedAt makes an instance whose Pod was created podAfter after the Exporter and which
-// became Registered and Online onlineAfter after the Exporter.
-func bootedAt(name string, podAfter, onlineAfter time.Duration) *pool.Instance {
-	in := fixture.Instance(name)
-	in.Pods = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("pod-" + name),
-		CreationTimestamp: metav1.NewTime(fixture.Epoch.Add(podAfter))}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
-	for _, typ := range []string{jumpstarterv1alpha1.ExporterConditionRegistered, jumpstarterv1alpha1.ExporterConditionOnline} {
-		in.Exporter.Status.Conditions = append(in.Exporter.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue,
-			Reason: "Sim", LastTransitionTime: metav1.NewTime(fixture.Epoch.Add(onlineAfter))})
-	}
-	return in
 }
