@@ -277,21 +277,27 @@ func TestNotRegistering(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A config naming another endpoint, or trusting no CA.
-	for name, bad := range map[string]string{
-		"endpoint": strings.Replace(configYAML(ex, false), DefaultEndpoint, "elsewhere.example:443", 1),
-		"ca":       strings.Replace(configYAML(ex, false), "insecure: true", "insecure: false", 1),
+	// A config naming another endpoint, or trusting no CA. Each waits for its own reason: the
+	// exporter is already not registered when the second config arrives.
+	for _, c := range []struct{ name, bad, reason string }{
+		{"endpoint", strings.Replace(configYAML(ex, false), DefaultEndpoint, "elsewhere.example:443", 1), `"elsewhere.example:443"`},
+		{"ca", strings.Replace(configYAML(ex, false), "insecure: true", "insecure: false", 1), "no CA"},
 	} {
+		before := sim.Count(ActionNotRegistering)
 		sec = getObj(t, sec)
-		sec.Data[ExporterConfigKey] = []byte(strings.Replace(bad, Token(ns, "reg", ex.UID, 0), tok, 1))
+		sec.Data[ExporterConfigKey] = []byte(strings.Replace(c.bad, Token(ns, "reg", ex.UID, 0), tok, 1))
 		if err := env.Client.Update(ctx, sec); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sim.WaitExporter(ctx, ns, "reg", notRegistered); err != nil {
-			t.Fatalf("%s: %v", name, err)
+		itsOwn := func(e *jsv1.Exporter) bool {
+			m, _ := sim.NotRegisteringReason(ns, "reg")
+			return notRegistered(e) && strings.Contains(m, c.reason) && sim.Count(ActionNotRegistering) > before
+		}
+		if _, err := sim.WaitExporter(ctx, ns, "reg", itsOwn); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
 		}
 		if m, _ := sim.NotRegisteringReason(ns, "reg"); !strings.Contains(m, "failed to connect") {
-			t.Fatalf("%s: reason %q", name, m)
+			t.Fatalf("%s: reason %q", c.name, m)
 		}
 	}
 	if sim.Count(ActionNotRegistering) < 4 {
