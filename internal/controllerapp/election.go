@@ -58,6 +58,7 @@ type provisionerLocks struct {
 	closed bool            // Run is releasing: no new campaign
 	lost   func(error)
 	held   map[lockKey]bool // every key campaigned for, and whether it is held now
+	opened func(namespace string) // told when a lock is acquired (OnOpened); may be nil
 	wg     sync.WaitGroup
 }
 
@@ -103,6 +104,20 @@ func (l *provisionerLocks) Held(namespace, provisioner string) bool {
 	return held
 }
 
+// OnOpened sets what is told the namespace of each lock acquired from now on: the
+// reconciler's GateOpened, so that its sets there need not wait for the gate's retry.
+func (l *provisionerLocks) OnOpened(f func(namespace string)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened = f
+}
+
+func (l *provisionerLocks) openedFunc() func(string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.opened
+}
+
 func (l *provisionerLocks) set(k lockKey, held bool) (was bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -130,6 +145,9 @@ func (l *provisionerLocks) campaign(k lockKey) {
 			OnStartedLeading: func(context.Context) {
 				l.set(k, true)
 				l.log.Info("acquired "+what+"; reconciling its sets", "lease", k.namespace+"/"+k.lease)
+				if opened := l.openedFunc(); opened != nil {
+					opened(k.namespace)
+				}
 			},
 			OnStoppedLeading: func() {
 				if was := l.set(k, false); was && ctx.Err() == nil {

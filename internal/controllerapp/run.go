@@ -197,6 +197,13 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
+	if locks != nil {
+		locks.OnOpened(func(namespace string) {
+			if err := r.GateOpened(ctx, namespace); err != nil {
+				log.Error(err, "could not list the sets of a namespace whose lock was acquired; they are looked at on the gate's retry", "namespace", namespace)
+			}
+		})
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
