@@ -57,7 +57,7 @@ type provisionerLocks struct {
 	ctx    context.Context // Run's; nil before Run, campaigns start only within it
 	closed bool            // Run is releasing: no new campaign
 	lost   func(error)
-	held   map[lockKey]bool // every key campaigned for, and whether it is held now
+	held   map[lockKey]bool       // every key campaigned for, and whether it is held now
 	opened func(namespace string) // told when a lock is acquired (OnOpened); may be nil
 	wg     sync.WaitGroup
 }
