@@ -30,8 +30,8 @@ func TestCredentialIssued(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, jsv1.ExporterConditionOnline); c == nil || c.Status != metav1.ConditionFalse || c.Message != msgNeverSeen {
 		t.Fatalf("Online condition of a new exporter: %+v", c)
 	}
-	if got.Status.ExporterStatusValue != jsv1.ExporterStatusOffline {
-		t.Fatalf("exporterStatus %q", got.Status.ExporterStatusValue)
+	if got.Status.ExporterStatusValue != "" || got.Status.StatusMessage != msgNeverSeen {
+		t.Fatalf("exporterStatus %q (%q), want upstream's empty value, never seen", got.Status.ExporterStatusValue, got.Status.StatusMessage)
 	}
 
 	sec := getObj(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ex1-token"}})

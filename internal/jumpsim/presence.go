@@ -245,7 +245,12 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 			changed = true
 		}
 	} else {
-		message := "No exporter process is registered"
+		// Upstream's Registered=False carries no message of its own until an exporter
+		// unregisters.
+		message := ""
+		if !ex.Status.LastSeen.IsZero() {
+			message = "No exporter process is registered"
+		}
 		if v.exited {
 			message = msgExited
 		}
@@ -292,7 +297,13 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 			reason, message = reasonOffline, "Exporter process is not running"
 		}
 		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, gen, reason, message) || changed
-		changed = setStatusValue(ex, jsv1.ExporterStatusOffline, message) || changed
+		// Upstream leaves exporterStatus empty until an exporter first reports (its message
+		// says "Never seen"); Offline is what an exporter that was seen reports or is given.
+		value := jsv1.ExporterStatusOffline
+		if message == msgNeverSeen {
+			value = ""
+		}
+		changed = setStatusValue(ex, value, message) || changed
 	}
 	return changed, requeue
 }

@@ -13,8 +13,9 @@ import (
 )
 
 func offline(e *jsv1.Exporter) bool {
+	v := e.Status.ExporterStatusValue
 	return !meta.IsStatusConditionTrue(e.Status.Conditions, jsv1.ExporterConditionOnline) &&
-		e.Status.ExporterStatusValue == jsv1.ExporterStatusOffline
+		(v == jsv1.ExporterStatusOffline || v == "" && e.Status.LastSeen.IsZero()) // never seen: empty, as upstream
 }
 
 func TestOnlineWhileOwnedPodRuns(t *testing.T) {
