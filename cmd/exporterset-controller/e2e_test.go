@@ -56,20 +56,7 @@ func poolStatus(t *testing.T, ns string) vtv1alpha1.ExporterSetStatus {
 // lease is served and replaced, and SIGTERM stops the process cleanly within its grace.
 func TestBinaryServesSamplePool(t *testing.T) {
 	ns := samplesIn(t)
-	startSim(t, ns)
-	p := start(t, "run", "--kubeconfig", kubeconfig(t), "--namespace", ns,
-		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
-	testproc.WaitFor(t, 60*time.Second, "warm buffer of 1", func() (bool, string) {
-		st := poolStatus(t, ns)
-		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
-	})
-	l := &jumpstarterv1alpha1.Lease{}
-	l.Name, l.Namespace = "e2e", ns
-	l.Spec.ClientRef.Name = "e2e"
-	l.Spec.Selector.MatchLabels = map[string]string{"board": "x86-64-virtual"}
-	if err := env.Client.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	p, l := leaseFromWarmPool(t, ns, "e2e")
 	testproc.WaitFor(t, 30*time.Second, "lease assigned and the buffer refilled", func() (bool, string) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
 		st := poolStatus(t, ns)
@@ -190,4 +177,25 @@ func TestBadFlagsFailWithOneLine(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "-leader-elect") || !strings.Contains(string(out), "-kube-api-qps") {
 		t.Errorf("run --help: %v %s", err, out)
 	}
+}
+
+// leaseFromWarmPool starts jumpsim and the binary on the sample pool in ns, waits for its
+// warm buffer of one, and creates a Lease named name for it.
+func leaseFromWarmPool(t *testing.T, ns, name string) (*testproc.Proc, *jumpstarterv1alpha1.Lease) {
+	t.Helper()
+	startSim(t, ns)
+	p := start(t, "run", "--kubeconfig", kubeconfig(t), "--namespace", ns,
+		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
+	testproc.WaitFor(t, 60*time.Second, "warm buffer of 1", func() (bool, string) {
+		st := poolStatus(t, ns)
+		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
+	})
+	l := &jumpstarterv1alpha1.Lease{}
+	l.Name, l.Namespace = name, ns
+	l.Spec.ClientRef.Name = "e2e"
+	l.Spec.Selector.MatchLabels = map[string]string{"board": "x86-64-virtual"}
+	if err := env.Client.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	return p, l
 }

@@ -28,20 +28,7 @@ func TestFidelityJumpsimLeaseCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startSim(t, ns)
-	p := start(t, "run", "--kubeconfig", kubeconfig(t), "--namespace", ns,
-		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0")
-	testproc.WaitFor(t, 60*time.Second, "warm buffer of 1", func() (bool, string) {
-		st := poolStatus(t, ns)
-		return st.AvailableReplicas == 1, fmt.Sprintf("%+v", st)
-	})
-	l := &jumpstarterv1alpha1.Lease{}
-	l.Name, l.Namespace = "fidelity", ns
-	l.Spec.ClientRef.Name = "e2e"
-	l.Spec.Selector.MatchLabels = map[string]string{"board": "x86-64-virtual"}
-	if err := env.Client.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
+	p, l := leaseFromWarmPool(t, ns, "fidelity")
 	testproc.WaitFor(t, 30*time.Second, "lease assigned", func() (bool, string) {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(l), l)
 		return l.Status.ExporterRef != nil, fmt.Sprintf("%+v", l.Status)
