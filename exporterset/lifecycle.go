@@ -31,7 +31,7 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *pool
 	if ca == nil {
 		return res, nil
 	}
-	if !in.HasPod() && in.ConfigSecret == nil && r.memory.podPending(keyOf(p.set), in.Exporter.UID, p.now) {
+	if !in.HasPod() && in.ConfigSecret == nil && r.memory.podPending(p, in.Exporter.UID) {
 		// Its Secret and Pod were created by an earlier reconcile after the cache this one
 		// reads: writing them again would only be told AlreadyExists.
 		return res, nil
@@ -44,7 +44,7 @@ func (r *Reconciler) configure(ctx context.Context, p *pass, ca []byte, in *pool
 		r.memory.podSeen(keyOf(p.set), in.Exporter.UID)
 		return res, nil
 	}
-	if !start || r.memory.podPending(keyOf(p.set), in.Exporter.UID, p.now) {
+	if !start || r.memory.podPending(p, in.Exporter.UID) {
 		return res, nil
 	}
 	res.podErr, err = r.startPod(ctx, p, in)

@@ -24,14 +24,24 @@ func (m *memory) podStarted(set string, uid types.UID, now time.Time) {
 	m.started.putInstance(set, uid, startedPod{at: now})
 }
 
-// podPending reports a Pod created for uid that the cache does not show yet.
-func (m *memory) podPending(set string, uid types.UID, now time.Time) bool {
+// podPending reports a Pod created for uid that the cache does not show yet. When it does,
+// it also schedules p's instance to be looked at again when the belief lapses: a Pod of the
+// same name still terminating answers the create with AlreadyExists, and once it is gone no
+// event would start the instance again (a soak walk left an InPlaceReuse instance without a
+// Pod that way).
+func (m *memory) podPending(p *pass, uid types.UID) bool {
+	set := keyOf(p.set)
 	e, ok := m.started.forInstance(set, uid)
-	if ok && now.Sub(e.at) > startedPodTimeout {
+	if !ok {
+		return false
+	}
+	left := startedPodTimeout - p.now.Sub(e.at)
+	if left <= 0 {
 		m.started.dropInstance(set, uid)
 		return false
 	}
-	return ok
+	p.requeueIn(left + time.Millisecond)
+	return true
 }
 
 // podSeen drops the entry of uid: the cache shows its Pod.

@@ -1,0 +1,38 @@
+package exporterset
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+)
+
+// A Pod believed created holds the instance's start only until the belief lapses, and the
+// instance is looked at again then: no event may ever come (its create met a terminating Pod
+// of the same name).
+func TestPodPendingSchedulesTheLapse(t *testing.T) {
+	m := newMemory()
+	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}
+	passAt := func(d time.Duration) *pass {
+		return &pass{set: set, now: fixture.Epoch.Add(d), requeue: &soonest{}}
+	}
+	m.podStarted("ns/s", "u", fixture.Epoch)
+
+	p := passAt(10 * time.Second)
+	if !m.podPending(p, "u") {
+		t.Fatal("not pending 10 s after the create")
+	}
+	if got := p.requeue.get(); got < startedPodTimeout-10*time.Second || got > startedPodTimeout-9*time.Second {
+		t.Fatalf("looked at again in %s, want when the belief lapses (%s)", got, startedPodTimeout-10*time.Second)
+	}
+	p = passAt(startedPodTimeout + time.Second)
+	if m.podPending(p, "u") || p.requeue.get() != 0 {
+		t.Fatalf("still pending after %s (requeue %s)", startedPodTimeout, p.requeue.get())
+	}
+	if p := passAt(0); m.podPending(p, "other") || p.requeue.get() != 0 {
+		t.Fatal("an instance without a create is pending")
+	}
+}
