@@ -6,6 +6,7 @@ package testproc
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,4 +130,15 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+}
+
+// FreePort asks the kernel for a free TCP port on loopback, for a process about to be started
+// that must be told its port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	pb "github.com/exporterset/exporterset/internal/e2e/standin/jumpstarterpb"
+	"github.com/exporterset/exporterset/internal/testproc"
 )
 
 // GRPCPort is the port upstream's controller serves its gRPC on, on every interface
@@ -158,7 +159,7 @@ func (c *Core) Restart() error {
 	if err != nil {
 		return err
 	}
-	probe, err := freePort()
+	probe, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -320,13 +321,4 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

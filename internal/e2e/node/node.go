@@ -13,12 +13,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/exporterset/exporterset/internal/testproc"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -111,7 +111,7 @@ func (n *Node) start(ctx context.Context, c client.Client) error {
 		return err
 	}
 	n.add(d)
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -207,14 +207,4 @@ func (n *Node) Stop() error {
 		n.stopError = Teardown(n.state)
 	})
 	return n.stopError
-}
-
-// freePort asks the kernel for a free TCP port on loopback.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
