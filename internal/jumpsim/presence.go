@@ -278,7 +278,9 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 		}
 		changed = setStatusValue(ex, value, message) || changed
 	} else {
-		var reason, message string
+		// Offline is what an exporter that was seen reports or is given; upstream leaves
+		// exporterStatus empty until an exporter first reports.
+		reason, message, value := "", "", jsv1.ExporterStatusOffline
 		switch {
 		case connected && forced:
 			reason, message = reasonOffline, "Connection lost (jumpsim SetOffline)"
@@ -292,17 +294,11 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 		case v.exited:
 			reason, message = reasonOffline, msgExited
 		case ex.Status.LastSeen.IsZero():
-			reason, message = reasonSeen, msgNeverSeen
+			reason, message, value = reasonSeen, msgNeverSeen, ""
 		default:
 			reason, message = reasonOffline, "Exporter process is not running"
 		}
 		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionOnline, false, gen, reason, message) || changed
-		// Upstream leaves exporterStatus empty until an exporter first reports (its message
-		// says "Never seen"); Offline is what an exporter that was seen reports or is given.
-		value := jsv1.ExporterStatusOffline
-		if message == msgNeverSeen {
-			value = ""
-		}
 		changed = setStatusValue(ex, value, message) || changed
 	}
 	return changed, requeue
