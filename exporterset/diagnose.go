@@ -1,6 +1,7 @@
 package exporterset
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"time"
@@ -260,6 +261,11 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 			d.startupDeadline = sd.Duration
 		}
 		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
+	}
+	// The CA is an input too: a person who fixes a bad bundle gets a fresh attempt at once,
+	// not after the backoff its failures built (a failing set reads it again within caTTL).
+	if e, ok := r.memory.ca.forSet(keyOf(p.set)); ok {
+		version += fmt.Sprintf("/ca:%x", sha256.Sum256(e.pem))
 	}
 	problems := pool.Problems{}
 	for _, in := range obs.Instances {

@@ -88,6 +88,12 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 	return out
 }
 
+// failing reports whether the set's last pass counted failures (it backs off, or did).
+func (m failureMemory) failing(key string) bool {
+	s, ok := m.sets.forSet(key)
+	return ok && s.consecutive > 0
+}
+
 // failureKey identifies one failure of an instance: its current Pod, so that an InPlaceReuse
 // instance whose fresh Pods keep failing counts each time (and backs off), while one Pod's
 // crash loop counts once.

@@ -92,3 +92,30 @@ func TestInPlaceReuseConfigKeepsExporterRunning(t *testing.T) {
 		t.Fatalf("InPlaceReuse config: %+v", cfg)
 	}
 }
+
+// A CA that is no PEM bundle makes every exporter exit at start, and the failures build a
+// backoff. Fixing the bundle is a fix like fixing the class: the next attempt comes within the
+// CA's re-read (30 s), not after the backoff (here 3 minutes).
+func TestFixedCAEndsTheBackoff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the CA's re-read")
+	}
+	w := newWorld(t)
+	var ca corev1.ConfigMap
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.DefaultCAConfigMap}, &ca); err != nil {
+		t.Fatal(err)
+	}
+	good := ca.Data[exporterset.DefaultCAKey]
+	w.edit(&ca, func() { ca.Data[exporterset.DefaultCAKey] = "not a certificate" })
+	w.class("fake")
+	w.controller(env.Config, exporterset.WithFailureBackoff(3*time.Minute, 3*time.Minute))
+	w.set("pool", 0, 2, 1)
+	w.waitStatus("pool", 30*time.Second, "Degraded BackingOff", func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, m := degraded(s)
+		return r == vtv1alpha1.ReasonBackingOff && strings.Contains(m, "no PEM certificate")
+	})
+	w.edit(&ca, func() { ca.Data[exporterset.DefaultCAKey] = good })
+	fixed := time.Now()
+	w.waitHealthy("pool", 1, 45*time.Second)
+	t.Logf("healthy %s after the CA was fixed", time.Since(fixed).Round(time.Millisecond))
+}

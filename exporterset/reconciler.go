@@ -204,7 +204,15 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if res.blocked == nil && reqErr == nil {
 		res.external, reqErr = r.observeExternal(ctx, p, obs)
 	}
+	if res.blocked == nil && r.failureMemory.failing(keyOf(set)) {
+		// The CA is one of the inputs failures are counted against (diagnose): a failing
+		// set reads it (at most once per caTTL) so that a fixed bundle ends the backoff.
+		_, _, _ = r.caBundle(ctx, p)
+	}
 	res.health = r.diagnose(p, obs, res.external.states)
+	if res.health.backoff.Active(p.now) {
+		p.requeueIn(caTTL)
+	}
 	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
 	ms := r.metricsOf(keyOf(set))
 	r.metrics.ObserveStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
