@@ -34,8 +34,8 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	in := &pool.Instance{Exporter: &e}
 	setName := setOwnerOf(&e)
-	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || !in.Credentialed() {
-		return reconcile.Result{}, nil // a retiring instance keeps what it has until removed
+	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || in.Quarantined() || !in.Credentialed() {
+		return reconcile.Result{}, nil // a retiring or quarantined instance keeps what it has until removed
 	}
 	var set vtv1alpha1.ExporterSet
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: setName}, &set); err != nil {

@@ -122,6 +122,7 @@ type passResult struct {
 	plan     *pool.Plan // nil when blocked: nothing was planned
 	act      actResult
 	external externalResult // external provisioners only
+	reuse    reuseResult    // the quarantine (quarantine_status.go)
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for
