@@ -42,7 +42,8 @@ type instanceFailures struct {
 	failedOnce bool                                // a failure of it was counted
 	counted    types.UID                           // the failure (failureKey) last counted
 	seen       map[vtv1alpha1.ConditionReason]bool // reasons seen, for the metric
-	leasedOn   types.UID                           // the Pod it was last seen leased on, until its check passed (quarantine.go)
+	leasedOn   types.UID                           // the Pod it was last seen leased on (quarantine.go)
+	checking   bool                                // seen leased, not yet back Available (quarantine.go)
 }
 
 // observe updates a set's memory from its instances (their Problems already diagnosed) and

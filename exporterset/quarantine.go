@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,11 +72,12 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 			cases = append(cases, c)
 			continue
 		}
-		if checkPassed(p.set.Spec.RecycleStrategy, in, f.leasedOn) {
-			f.leasedOn = ""
+		if f.checking && checkPassed(p.set.Spec.RecycleStrategy, in) {
+			f.checking = false
 			s.reuse = reuseCount{} // the check works: the breaker closes
 		}
 		if in.Leased() {
+			f.checking = true
 			f.leasedOn = in.Exporter.UID // served a lease, with no Pod seen
 			if pod := currentPod(in); pod != nil {
 				f.leasedOn = pod.UID
@@ -104,8 +104,10 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 }
 
 // failedCheck reports whether in failed its check: a failed lease hook reported now or seen
-// on the watch, or (InPlaceReuse) its current Pod, on which it was seen leased, has a
-// container that exited with an error while it is unleased.
+// on the watch, or (InPlaceReuse) its current Pod, which has served a lease, has a
+// container that exited with an error while it is unleased: the reuse left it broken. (A
+// crash during a lease restarts the Pod for the lease holder, as before; a controller
+// restarted since the lease treats the exit as a crash too.)
 func (r *Reconciler) failedCheck(p *pass, in *pool.Instance, f *instanceFailures) (quarantineCase, bool) {
 	if in.HookFailed() {
 		st := in.Exporter.Status
@@ -131,11 +133,11 @@ func (r *Reconciler) failedCheck(p *pass, in *pool.Instance, f *instanceFailures
 	return quarantineCase{}, false
 }
 
-// checkPassed reports an instance seen leased (leasedOn) that came back from its lease
-// well: Available again and unleased (InPlaceReuse), or, under ExitAndReplace, its exporter
+// checkPassed reports whether an instance seen leased came back from its lease well:
+// Available again and unleased (InPlaceReuse), or, under ExitAndReplace, its exporter
 // exited cleanly after it.
-func checkPassed(recycle vtv1alpha1.RecycleStrategy, in *pool.Instance, leasedOn types.UID) bool {
-	if leasedOn == "" || in.Leased() {
+func checkPassed(recycle vtv1alpha1.RecycleStrategy, in *pool.Instance) bool {
+	if in.Leased() {
 		return false
 	}
 	if recycle != vtv1alpha1.RecycleInPlaceReuse {

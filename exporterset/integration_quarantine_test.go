@@ -1,0 +1,296 @@
+package exporterset_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
+)
+
+// hookFailedMsg is upstream's message for a failed afterLease hook under onFailure endLease.
+const hookFailedMsg = "afterLease hook failed (on_failure=endLease): Command exited with code 1"
+
+func reuseSet(ttl string) func(*vtv1alpha1.ExporterSet) {
+	return func(s *vtv1alpha1.ExporterSet) {
+		s.Spec.RecycleStrategy = vtv1alpha1.RecycleInPlaceReuse
+		if ttl != "" {
+			s.Annotations = map[string]string{exporterset.AnnotationQuarantineTTL: ttl}
+		}
+	}
+}
+
+// failAfterLease plays what upstream's exporter does when its afterLease hook fails under
+// onFailure endLease: it reports AfterLeaseHookFailed while the lease is still held, a
+// second later has the lease released, and takes new leases again (Available). Meanwhile
+// it watches the Exporter: it returns when the failure was reported and how long the set
+// took to disable and mark the instance (0: not within the 2 s the issue allows).
+func (w *world) failAfterLease(l *jumpstarterv1alpha1.Lease, exporter, msg string) (time.Time, time.Duration) {
+	w.t.Helper()
+	if err := w.sim.SetExporterStatus(w.ctx, w.ns, exporter, jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed, msg); err != nil {
+		w.t.Fatal(err)
+	}
+	at := time.Now()
+	var took time.Duration
+	released := false
+	for d := time.Duration(0); d < 2*time.Second; d = time.Since(at) {
+		if e := getExporter(w.t, w, exporter); took == 0 && e != nil && !e.IsEnabled() && e.Annotations[pool.AnnotationQuarantined] != "" {
+			took = d
+		}
+		if !released && d >= time.Second {
+			w.release(l)
+			released = true
+		}
+		if took > 0 && released {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !released {
+		w.release(l)
+	}
+	w.waitEnded(l)
+	if err := w.sim.SetExporterStatus(w.ctx, w.ns, exporter, "", ""); err != nil {
+		w.t.Fatal(err)
+	}
+	return at, took
+}
+
+// conditionMessage is the message of the set's condition typ, "" without one.
+func conditionMessage(st vtv1alpha1.ExporterSetStatus, typ string) string {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func (w *world) waitEnded(l *jumpstarterv1alpha1.Lease) {
+	w.t.Helper()
+	w.eventually(20*time.Second, "lease "+l.Name+" ended", func() string {
+		if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return err.Error()
+		}
+		if !l.Status.Ended {
+			return "not ended"
+		}
+		return ""
+	})
+}
+
+// waitQuarantined waits until the Exporter is disabled and marked, and returns when that
+// was first seen.
+func (w *world) waitQuarantined(name string, timeout time.Duration) (*jumpstarterv1alpha1.Exporter, time.Time) {
+	w.t.Helper()
+	var e *jumpstarterv1alpha1.Exporter
+	w.eventually(timeout, name+" quarantined", func() string {
+		e = getExporter(w.t, w, name)
+		switch {
+		case e == nil:
+			return "gone"
+		case e.IsEnabled() || e.Annotations[pool.AnnotationQuarantined] == "":
+			return fmt.Sprintf("enabled=%t annotations=%v status=%s", e.IsEnabled(), e.Annotations, e.Status.ExporterStatusValue)
+		}
+		return ""
+	})
+	return e, time.Now()
+}
+
+func podsOf(w *world, exporter string) []corev1.Pod {
+	w.t.Helper()
+	var pods corev1.PodList
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns)); err != nil {
+		w.t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		for _, ref := range p.OwnerReferences {
+			if ref.Kind == "Exporter" && ref.Name == exporter {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// A failing afterLease hook under InPlaceReuse, buffer 2, ceiling 4: the instance is
+// disabled and marked within 2 s, leases never land on it again, the buffer is back within
+// 5 s, and the instance and its Pod are kept until the TTL, then removed.
+func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
+	const ttl = 15 * time.Second
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	ceiling := w.watchCeiling("pool", 4)
+	w.set("pool", 0, 4, 2, reuseSet(ttl.String()))
+	w.waitStatus("pool", 30*time.Second, "2 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 2 })
+
+	l := w.lease("first", "pool")
+	bad := w.waitAssigned(l)
+	failed, took := w.failAfterLease(l, bad, hookFailedMsg)
+	if took == 0 {
+		t.Fatalf("%s not disabled and marked within 2s of its failed hook", bad)
+	}
+	t.Logf("failed hook to disabled and marked: %v", took.Round(time.Millisecond))
+	e, _ := w.waitQuarantined(bad, time.Second)
+	mark := e.Annotations[pool.AnnotationQuarantined]
+	at, err := time.Parse(time.RFC3339, mark[strings.LastIndex(mark, " ")+1:])
+	if err != nil || !strings.HasPrefix(mark, string(jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed)+" at ") {
+		t.Fatalf("mark %q: want the reason and an RFC 3339 time (%v)", mark, err)
+	}
+	w.eventually(5*time.Second, "InstanceQuarantined event", func() string {
+		for _, n := range w.eventNotes("pool", "InstanceQuarantined") {
+			if strings.Contains(n, bad) && strings.Contains(n, hookFailedMsg) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("events %v", w.eventNotes("pool", "InstanceQuarantined"))
+	})
+	w.waitStatus("pool", time.Until(failed.Add(5*time.Second)), "buffer of 2 back within 5s of the failure", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return s.AvailableReplicas >= 2
+	})
+	t.Logf("failed hook to buffer restored: %v", time.Since(failed).Round(time.Millisecond))
+	st := w.getSet("pool").Status
+	if c := conditionMessage(st, vtv1alpha1.ConditionDegraded); !strings.Contains(c, bad) || !strings.Contains(c, "quarantined for inspection") {
+		t.Fatalf("Degraded should name the quarantined instance: %s", summary(st))
+	}
+
+	// 20 more leases, one after another: none lands on it, and it is kept with its Pod.
+	pod := podsOf(w, bad)
+	if len(pod) != 1 {
+		t.Fatalf("quarantined instance has %d Pods, want its one Pod kept", len(pod))
+	}
+	for i := 0; i < 20; i++ {
+		l := w.lease(fmt.Sprint("next-", i), "pool")
+		if got := w.waitAssigned(l); got == bad {
+			t.Fatalf("lease %s landed on the quarantined instance %s", l.Name, bad)
+		}
+		w.release(l)
+		w.waitEnded(l)
+		if time.Since(at) < ttl-time.Second {
+			if getExporter(t, w, bad) == nil || len(podsOf(w, bad)) != 1 || podsOf(w, bad)[0].UID != pod[0].UID {
+				t.Fatalf("quarantined instance or its Pod removed %v after quarantine, before its TTL %v", time.Since(at), ttl)
+			}
+		}
+	}
+	// Kept until the TTL, then removed (after the grace, whole seconds rounded up).
+	for time.Since(at) < ttl-time.Second {
+		if getExporter(t, w, bad) == nil {
+			t.Fatalf("quarantined instance removed %v after quarantine, before its TTL %v", time.Since(at), ttl)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.eventually(time.Until(at.Add(ttl+5*time.Second)), "quarantined instance removed after its TTL", func() string {
+		if getExporter(t, w, bad) != nil {
+			return "still there"
+		}
+		return ""
+	})
+	w.waitStatus("pool", 10*time.Second, "buffer of 2 after the removal", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 2 })
+	ceiling.check(t, 4, 3)
+}
+
+// Three quarantines in a row open the circuit breaker: Degraded ReuseCheckFailing quoting
+// the last failure, replacements back off. An instance that serves a lease and comes back
+// Available closes it.
+func TestQuarantineCircuitBreaker(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config, exporterset.WithFailureBackoff(20*time.Second, time.Minute))
+	ceiling := w.watchCeiling("pool", 4)
+	w.set("pool", 0, 4, 1, reuseSet(""))
+	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+
+	var last string
+	for i := 0; i < 3; i++ {
+		st := w.getSet("pool").Status
+		if c := condition(st, vtv1alpha1.ConditionDegraded); c != nil && strings.Contains(*c, string(vtv1alpha1.ReasonReuseCheckFailing)) {
+			t.Fatalf("breaker open after %d quarantines: %s", i, summary(st))
+		}
+		w.waitStatus("pool", 30*time.Second, "an available instance", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 1 })
+		l := w.lease(fmt.Sprint("l-", i), "pool")
+		bad := w.waitAssigned(l)
+		last = fmt.Sprintf("afterLease hook failed (on_failure=endLease): attempt %d", i)
+		if _, took := w.failAfterLease(l, bad, last); took == 0 {
+			t.Fatalf("%s not quarantined within 2s", bad)
+		}
+	}
+	st := w.waitStatus("pool", 5*time.Second, "Degraded ReuseCheckFailing", func(s vtv1alpha1.ExporterSetStatus) bool {
+		c := condition(s, vtv1alpha1.ConditionDegraded)
+		return c != nil && strings.Contains(*c, string(vtv1alpha1.ReasonReuseCheckFailing))
+	})
+	if c := conditionMessage(st, vtv1alpha1.ConditionDegraded); !strings.Contains(c, last) || !strings.Contains(c, "replacements back off until") {
+		t.Fatalf("Degraded should quote the last failure %q and say the replacements back off: %s", last, c)
+	}
+	if c := condition(st, vtv1alpha1.ConditionProgressing); c == nil || *c != "False/"+string(vtv1alpha1.ReasonBackingOff) ||
+		!strings.Contains(conditionMessage(st, vtv1alpha1.ConditionProgressing), "in a row failed the check") {
+		t.Fatalf("Progressing should say the breaker holds creates: %s", summary(st))
+	}
+	// A passing check: an instance serves a lease and comes back Available.
+	w.waitStatus("pool", 30*time.Second, "an available instance", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 1 })
+	l := w.lease("good", "pool")
+	w.waitAssigned(l)
+	w.release(l)
+	w.waitStatus("pool", 30*time.Second, "breaker closed", func(s vtv1alpha1.ExporterSetStatus) bool {
+		c := condition(s, vtv1alpha1.ConditionDegraded)
+		return c != nil && !strings.Contains(*c, string(vtv1alpha1.ReasonReuseCheckFailing))
+	})
+	ceiling.check(t, 4, 4)
+}
+
+// onFailure exit: the exporter reports the failure and exits 1. The instance is quarantined
+// and kept; its failed Pod is not restarted. Without a hook, an exporter exiting with an
+// error after a lease is quarantined too (InPlaceReuse restarted it before).
+func TestQuarantineExporterExitsAfterLease(t *testing.T) {
+	for _, hook := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hook=%t", hook), func(t *testing.T) {
+			w := newWorld(t)
+			w.class("fake")
+			w.controller(env.Config)
+			w.set("pool", 0, 4, 1, reuseSet(""))
+			w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+			l := w.lease("l", "pool")
+			bad := w.waitAssigned(l)
+			pod := podsOf(w, bad)[0]
+			if hook {
+				msg := "afterLease hook failed (on_failure=exit, shutting down): Command exited with code 1"
+				if err := w.sim.SetExporterStatus(w.ctx, w.ns, bad, jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed, msg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.release(l)
+			w.waitEnded(l)
+			if err := w.sim.FailPod(w.ctx, w.ns, pod.Name); err != nil {
+				t.Fatal(err)
+			}
+			e, _ := w.waitQuarantined(bad, 5*time.Second)
+			want := "ExitedAfterLease"
+			if hook {
+				want = string(jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed)
+			}
+			if m := e.Annotations[pool.AnnotationQuarantined]; !strings.HasPrefix(m, want+" at ") {
+				t.Fatalf("mark %q, want reason %s", m, want)
+			}
+			w.waitStatus("pool", 10*time.Second, "buffer back", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 1 })
+			// Not crash-looped: the failed Pod stays, none replaces it.
+			time.Sleep(3 * time.Second)
+			pods := podsOf(w, bad)
+			if len(pods) != 1 || pods[0].UID != pod.UID || pods[0].Status.Phase != corev1.PodFailed {
+				t.Fatalf("quarantined instance's Pods %d (want its one failed Pod %s kept)", len(pods), pod.Name)
+			}
+			for _, n := range w.eventNotes("pool", "PodRestarted") {
+				if strings.Contains(n, bad) {
+					t.Fatalf("the quarantined instance's Pod was restarted: %s", n)
+				}
+			}
+		})
+	}
+}
