@@ -43,7 +43,7 @@ type reuseBreaker struct {
 	until time.Time // replacements wait until then; zero when closed
 }
 
-func (b reuseBreaker) open() bool                 { return b.inRow >= breakerThreshold }
+func (b reuseBreaker) open() bool                { return b.inRow >= breakerThreshold }
 func (b reuseBreaker) active(now time.Time) bool { return b.open() && now.Before(b.until) }
 
 func (b reuseBreaker) message(now time.Time) string {
