@@ -96,6 +96,7 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 			continue // it changed since the pass looked: decided again soon
 		}
 		s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))
+		r.metrics.CountQuarantined(p.set.Namespace, p.set.Name, c.reason)
 		rc.quarantined++
 		patched[e.Name] = &pool.Instance{Exporter: e, Pods: c.in.Pods, ConfigSecret: c.in.ConfigSecret, Credential: c.in.Credential}
 	}
