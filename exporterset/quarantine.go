@@ -153,21 +153,34 @@ func checkPassed(recycle vtv1alpha1.RecycleStrategy, in *pool.Instance) bool {
 // a race (the next pass decides again) or the Exporter is gone.
 func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCase, pol reusePolicy) (*jumpstarterv1alpha1.Exporter, error) {
 	e := c.in.Exporter
-	patched := e.DeepCopy()
-	if patched.Annotations == nil {
-		patched.Annotations = map[string]string{}
-	}
-	patched.Annotations[pool.AnnotationQuarantined] = pool.QuarantineMark(c.reason, p.now)
-	patched.Spec.Enabled = ptr.To(false)
-	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) {
-			p.requeueIn(100 * time.Millisecond) // most likely the exporter's own status moved on
-			return nil, nil
+	var patched *jumpstarterv1alpha1.Exporter
+	for try := 0; ; try++ {
+		patched = e.DeepCopy()
+		if patched.Annotations == nil {
+			patched.Annotations = map[string]string{}
+		}
+		patched.Annotations[pool.AnnotationQuarantined] = pool.QuarantineMark(c.reason, p.now)
+		patched.Spec.Enabled = ptr.To(false)
+		err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			break
 		}
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("quarantining %s: %w", e.Name, err)
+		if !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("quarantining %s: %w", e.Name, err)
+		}
+		// Most likely the exporter's own status moved on (it reports Available again a
+		// second after a failed hook): once more on a fresh read, which still shows
+		// whether anyone quarantined, retired or re-created it meanwhile.
+		var fresh jumpstarterv1alpha1.Exporter
+		if try > 0 || r.apiReader.Get(ctx, client.ObjectKeyFromObject(e), &fresh) != nil || fresh.UID != e.UID ||
+			(&pool.Instance{Exporter: &fresh}).Quarantined() || (&pool.Instance{Exporter: &fresh}).Retiring() || fresh.DeletionTimestamp != nil {
+			p.requeueIn(100 * time.Millisecond)
+			return nil, nil
+		}
+		e = &fresh
 	}
 	r.memory.sightings.dropInstance(keyOf(p.set), e.UID)
 	keep := fmt.Sprintf("kept for inspection until %s (quarantine-ttl %s, at most %d kept)", p.now.Add(pol.quarantineTTL).UTC().Format(time.RFC3339), pol.quarantineTTL, pol.maxQuarantined)
