@@ -55,10 +55,10 @@ func full() *Config {
 
 func TestRenderParseRoundTrip(t *testing.T) {
 	for name, edit := range map[string]func(*Config){
-		"full":        func(*Config) {},
-		"no drivers":  func(c *Config) { c.Export = nil },
-		"in place":    func(c *Config) { c.ExitOnLeaseEnd = false },
-		"insecure":    func(c *Config) { c.TLS = TLS{Insecure: true} },
+		"full":       func(*Config) {},
+		"no drivers": func(c *Config) { c.Export = nil },
+		"in place":   func(c *Config) { c.ExitOnLeaseEnd = false },
+		"insecure":   func(c *Config) { c.TLS = TLS{Insecure: true} },
 		"hooks": func(c *Config) {
 			c.Hooks = &Hooks{BeforeLease: &Hook{Script: "echo hi", Timeout: ptr(30)}, AfterLease: &Hook{Exec: "/bin/bash", Script: "exit 1", OnFailure: OnFailureExit}}
 		},
