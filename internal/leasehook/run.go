@@ -46,6 +46,15 @@ func isRegular(path string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// Env is the environment upstream's exporter adds for a hook, but JUMPSTARTER_HOST (the
+// session's socket, which only a real exporter has).
+func Env(lease, client string) []string {
+	return []string{
+		"LEASE_NAME=" + lease, "CLIENT_NAME=" + client, "JMP_DRIVERS_ALLOW=UNSAFE",
+		"TERM=dumb", "DEBIAN_FRONTEND=noninteractive", "GIT_TERMINAL_PROMPT=0",
+	}
+}
+
 // Run runs h to its end or its timeout and returns "" when it succeeded, else upstream's
 // words for the failure. A blank script succeeds without running anything (upstream skips
 // it). env is added to the process's environment; out, when not nil, gets the hook's output.
