@@ -63,7 +63,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	now := r.clock.Now()
 	p := &pass{
 		set: &set, now: now, class: d.class, prov: d.prov, req: d.req, hash: d.hash,
-		selector: d.selector, events: r.instanceEvents(key), requeue: &soonest{},
+		hooksCfg: d.hooksCfg, hooks: d.hooks, selector: d.selector, events: r.instanceEvents(key), requeue: &soonest{},
 	}
 	it := d.instances[e.UID]
 	var errs []error
