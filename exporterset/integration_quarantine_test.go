@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -15,8 +16,16 @@ import (
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
-// hookFailedMsg is upstream's message for a failed afterLease hook under onFailure endLease.
-const hookFailedMsg = "afterLease hook failed (on_failure=endLease): Command exited with code 1"
+// hookFailedMsg is upstream's message for an afterLease hook that exited 1 under onFailure
+// endLease.
+const hookFailedMsg = "afterLease hook failed (on_failure=endLease): Hook failed with exit code 1"
+
+// hookClass makes the fake class with an afterLease hook running script with onFailure.
+func (w *world) hookClass(script, onFailure string) {
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(fmt.Sprintf(`{"hooks": {"afterLease": {"script": %q, "onFailure": %q, "timeout": 10}}}`, script, onFailure))}
+	})
+}
 
 func reuseSet(ttl string) func(*vtv1alpha1.ExporterSet) {
 	return func(s *vtv1alpha1.ExporterSet) {
@@ -27,53 +36,25 @@ func reuseSet(ttl string) func(*vtv1alpha1.ExporterSet) {
 	}
 }
 
-// failAfterLease plays what upstream's exporter does when its afterLease hook fails under
-// onFailure endLease: it reports AfterLeaseHookFailed while the lease is still held, a
-// second later has the lease released, and takes new leases again (Available). Meanwhile
-// it watches the Exporter and the set: it returns when the failure was reported, how long
-// the set took to disable and mark the instance, and until the set's status showed it
-// disabled with the warm buffer (buffer) held (0: not within 2 s, or 5 s for the buffer).
-func (w *world) failAfterLease(l *jumpstarterv1alpha1.Lease, exporter, msg string, buffer int32) (at time.Time, disabled, restored time.Duration) {
+// releaseAndWatch releases the lease, after which the instance's afterLease hook runs, and
+// watches the Exporter and the set: it returns when the lease was released, how long the set
+// took to disable and mark the instance, and until the set's status showed it disabled with
+// the warm buffer (buffer) held (0: not within 2 s, or 5 s for the buffer).
+func (w *world) releaseAndWatch(l *jumpstarterv1alpha1.Lease, exporter string, buffer int32) (at time.Time, disabled, restored time.Duration) {
 	w.t.Helper()
-	if err := w.sim.SetExporterStatus(w.ctx, w.ns, exporter, jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed, msg); err != nil {
-		w.t.Fatal(err)
-	}
+	w.release(l)
 	at = time.Now()
-	released := false
-	for d := time.Duration(0); d < 5*time.Second; d = time.Since(at) {
+	for d := time.Duration(0); d < 5*time.Second && (disabled == 0 || restored == 0); d = time.Since(at) {
 		if e := getExporter(w.t, w, exporter); disabled == 0 && d < 2*time.Second && e != nil && !e.IsEnabled() && e.Annotations[pool.AnnotationQuarantined] != "" {
 			disabled = d
 		}
 		if st := w.getSet("pool").Status; restored == 0 && st.ExportersDisabled >= 1 && st.AvailableReplicas >= buffer {
 			restored = d
 		}
-		if !released && d >= time.Second {
-			w.release(l)
-			released = true
-		}
-		if disabled > 0 && restored > 0 && released {
-			break
-		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !released {
-		w.release(l)
-	}
 	w.waitEnded(l)
-	if err := w.sim.SetExporterStatus(w.ctx, w.ns, exporter, "", ""); err != nil {
-		w.t.Fatal(err)
-	}
 	return at, disabled, restored
-}
-
-// conditionMessage is the message of the set's condition typ, "" without one.
-func conditionMessage(st vtv1alpha1.ExporterSetStatus, typ string) string {
-	for _, c := range st.Conditions {
-		if c.Type == typ {
-			return c.Message
-		}
-	}
-	return ""
 }
 
 func (w *world) waitEnded(l *jumpstarterv1alpha1.Lease) {
@@ -130,7 +111,9 @@ func podsOf(w *world, exporter string) []corev1.Pod {
 func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
 	const ttl = 15 * time.Second
 	w := newWorld(t)
-	w.class("fake")
+	// The hook fails after the lease "first" only (exit 1), so that the 20 leases after it
+	// can show where they land; every instance failing is the breaker's test.
+	w.hookClass(`test "$LEASE_NAME" != first`, "endLease")
 	w.controller(env.Config)
 	ceiling := w.watchCeiling("pool", 4)
 	w.set("pool", 0, 4, 2, reuseSet(ttl.String()))
@@ -142,15 +125,15 @@ func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
 		return s.LeasedReplicas == 1 && s.AvailableReplicas == 2
 	})
 	low := w.sampleAvailability("pool")
-	_, took, restored := w.failAfterLease(l, bad, hookFailedMsg, 2)
+	_, took, restored := w.releaseAndWatch(l, bad, 2)
 	lowest, _ := low.finish()
 	if took == 0 {
-		t.Fatalf("%s not disabled and marked within 2s of its failed hook", bad)
+		t.Fatalf("%s not disabled and marked within 2s of its lease's end", bad)
 	}
 	if restored == 0 {
 		t.Fatalf("the set's status did not show the instance disabled with a buffer of 2 within 5s")
 	}
-	t.Logf("failed hook to disabled and marked: %v; to a status with it disabled and the buffer of 2: %v (lowest availableReplicas sampled: %d)",
+	t.Logf("lease end (failed hook) to disabled and marked: %v; to a status with it disabled and the buffer of 2: %v (lowest availableReplicas sampled: %d)",
 		took.Round(time.Millisecond), restored.Round(time.Millisecond), lowest)
 	e, _ := w.waitQuarantined(bad, time.Second)
 	mark := e.Annotations[pool.AnnotationQuarantined]
@@ -211,13 +194,14 @@ func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
 // Available closes it.
 func TestQuarantineCircuitBreaker(t *testing.T) {
 	w := newWorld(t)
-	w.class("fake")
+	// Every instance's hook fails, but for the lease "good" (the passing check at the end).
+	w.hookClass(`test "$LEASE_NAME" = good`, "endLease")
 	w.controller(env.Config, exporterset.WithFailureBackoff(20*time.Second, time.Minute))
 	ceiling := w.watchCeiling("pool", 4)
 	w.set("pool", 0, 4, 1, reuseSet(""))
 	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
 
-	var last string
+	var bad string
 	for i := 0; i < 3; i++ {
 		st := w.getSet("pool").Status
 		if c := condition(st, vtv1alpha1.ConditionDegraded); c != nil && strings.Contains(*c, string(vtv1alpha1.ReasonReuseCheckFailing)) {
@@ -225,12 +209,12 @@ func TestQuarantineCircuitBreaker(t *testing.T) {
 		}
 		w.waitStatus("pool", 30*time.Second, "an available instance", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 1 })
 		l := w.lease(fmt.Sprint("l-", i), "pool")
-		bad := w.waitAssigned(l)
-		last = fmt.Sprintf("afterLease hook failed (on_failure=endLease): attempt %d", i)
-		if _, took, _ := w.failAfterLease(l, bad, last, 1); took == 0 {
+		bad = w.waitAssigned(l)
+		if _, took, _ := w.releaseAndWatch(l, bad, 1); took == 0 {
 			t.Fatalf("%s not quarantined within 2s", bad)
 		}
 	}
+	last := "instance " + bad + ": AfterLeaseHookFailed: " + hookFailedMsg
 	st := w.waitStatus("pool", 5*time.Second, "Degraded ReuseCheckFailing", func(s vtv1alpha1.ExporterSetStatus) bool {
 		c := condition(s, vtv1alpha1.ConditionDegraded)
 		return c != nil && strings.Contains(*c, string(vtv1alpha1.ReasonReuseCheckFailing))
@@ -261,31 +245,51 @@ func TestQuarantineExporterExitsAfterLease(t *testing.T) {
 	for _, hook := range []bool{true, false} {
 		t.Run(fmt.Sprintf("hook=%t", hook), func(t *testing.T) {
 			w := newWorld(t)
-			w.class("fake")
+			if hook {
+				w.hookClass("exit 1", "exit")
+			} else {
+				w.class("fake")
+			}
 			w.controller(env.Config)
 			w.set("pool", 0, 4, 1, reuseSet(""))
 			w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
 			l := w.lease("l", "pool")
 			bad := w.waitAssigned(l)
 			pod := podsOf(w, bad)[0]
-			if hook {
-				msg := "afterLease hook failed (on_failure=exit, shutting down): Command exited with code 1"
-				if err := w.sim.SetExporterStatus(w.ctx, w.ns, bad, jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed, msg); err != nil {
-					t.Fatal(err)
-				}
-			}
 			w.release(l)
 			w.waitEnded(l)
-			if err := w.sim.FailPod(w.ctx, w.ns, pod.Name); err != nil {
-				t.Fatal(err)
-			}
-			e, _ := w.waitQuarantined(bad, 5*time.Second)
 			want := "ExitedAfterLease"
 			if hook {
 				want = string(jumpstarterv1alpha1.ExporterStatusAfterLeaseHookFailed)
+				w.eventually(10*time.Second, "the exporter exited 1", func() string {
+					var p corev1.Pod
+					if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(&pod), &p); err != nil {
+						return err.Error()
+					}
+					if p.Status.Phase != corev1.PodFailed {
+						return string(p.Status.Phase)
+					}
+					return ""
+				})
+			} else {
+				// The exporter (or its runtime) crashes once the lease is over.
+				if err := w.sim.FailPod(w.ctx, w.ns, pod.Name); err != nil {
+					t.Fatal(err)
+				}
 			}
+			e, _ := w.waitQuarantined(bad, 5*time.Second)
 			if m := e.Annotations[pool.AnnotationQuarantined]; !strings.HasPrefix(m, want+" at ") {
 				t.Fatalf("mark %q, want reason %s", m, want)
+			}
+			if hook {
+				w.eventually(5*time.Second, "InstanceQuarantined event quoting on_failure=exit", func() string {
+					for _, n := range w.eventNotes("pool", "InstanceQuarantined") {
+						if strings.Contains(n, bad) && strings.Contains(n, "on_failure=exit, shutting down") {
+							return ""
+						}
+					}
+					return fmt.Sprintf("events %v", w.eventNotes("pool", "InstanceQuarantined"))
+				})
 			}
 			w.waitStatus("pool", 10*time.Second, "buffer back", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 1 })
 			// Not crash-looped: the failed Pod stays, none replaces it.
@@ -301,4 +305,14 @@ func TestQuarantineExporterExitsAfterLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// conditionMessage is the message of the set's condition typ, "" without one.
+func conditionMessage(st vtv1alpha1.ExporterSetStatus, typ string) string {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Message
+		}
+	}
+	return ""
 }
