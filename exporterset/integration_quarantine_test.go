@@ -316,3 +316,59 @@ func conditionMessage(st vtv1alpha1.ExporterSetStatus, typ string) string {
 	}
 	return ""
 }
+
+// A failing beforeLease hook (onFailure endLease) is reported while the lease holds the
+// instance: it is quarantined then, the lease ends, and it is kept, counted against the
+// ceiling, not towards the buffer.
+func TestQuarantineFailedBeforeLeaseHook(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"hooks": {"beforeLease": {"script": "test \"$LEASE_NAME\" != first", "onFailure": "endLease"}}}`)}
+	})
+	w.controller(env.Config)
+	w.set("pool", 0, 3, 1, reuseSet(""))
+	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+	l := w.lease("first", "pool")
+	bad := w.waitAssigned(l)
+	e, _ := w.waitQuarantined(bad, 2*time.Second)
+	if m := e.Annotations[pool.AnnotationQuarantined]; !strings.HasPrefix(m, string(jumpstarterv1alpha1.ExporterStatusBeforeLeaseHookFailed)+" at ") {
+		t.Fatalf("mark %q, want BeforeLeaseHookFailed", m)
+	}
+	w.waitEnded(l) // the exporter has it released
+	w.waitStatus("pool", 10*time.Second, "buffer of 1 beside the quarantined instance", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return s.AvailableReplicas >= 1 && s.ExportersDisabled == 1 && s.LeasedReplicas == 0
+	})
+	l2 := w.lease("second", "pool")
+	if got := w.waitAssigned(l2); got == bad {
+		t.Fatalf("lease second landed on the quarantined instance %s", bad)
+	}
+	if getExporter(t, w, bad) == nil {
+		t.Fatal("quarantined instance removed before its TTL")
+	}
+}
+
+// At the ceiling, a lease that waits gets the quarantined instance's place: it is removed
+// (after its grace) and a fresh instance serves the lease. The ceiling holds throughout.
+func TestQuarantineMakesRoomForWaitingLease(t *testing.T) {
+	w := newWorld(t)
+	w.hookClass(`test "$LEASE_NAME" != first`, "endLease")
+	w.controller(env.Config)
+	ceiling := w.watchCeiling("pool", 2)
+	w.set("pool", 0, 2, 1, reuseSet(""))
+	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+	l := w.lease("first", "pool")
+	bad := w.waitAssigned(l)
+	if _, took, _ := w.releaseAndWatch(l, bad, 1); took == 0 {
+		t.Fatalf("%s not quarantined within 2s", bad)
+	}
+	busy := w.lease("busy", "pool")
+	w.waitAssigned(busy)
+	waiting := w.lease("waiting", "pool") // the ceiling (2) is full: busy + the quarantined one
+	if got := w.waitAssigned(waiting); got == bad {
+		t.Fatalf("lease waiting landed on the quarantined instance %s", bad)
+	}
+	if getExporter(t, w, bad) != nil {
+		t.Fatalf("quarantined instance %s still there after a waiting lease needed its place", bad)
+	}
+	ceiling.check(t, 2, 3)
+}
