@@ -326,7 +326,10 @@ func TestQuarantineFailedBeforeLeaseHook(t *testing.T) {
 		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"hooks": {"beforeLease": {"script": "test \"$LEASE_NAME\" != first", "onFailure": "endLease"}}}`)}
 	})
 	w.controller(env.Config)
-	w.set("pool", 0, 3, 1, reuseSet(""))
+	// An unreadable policy annotation keeps its default (1 kept) and is said once.
+	w.set("pool", 0, 3, 1, reuseSet(""), func(s *vtv1alpha1.ExporterSet) {
+		s.Annotations = map[string]string{exporterset.AnnotationMaxQuarantined: "many"}
+	})
 	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
 	l := w.lease("first", "pool")
 	bad := w.waitAssigned(l)
@@ -344,6 +347,13 @@ func TestQuarantineFailedBeforeLeaseHook(t *testing.T) {
 	}
 	if getExporter(t, w, bad) == nil {
 		t.Fatal("quarantined instance removed before its TTL")
+	}
+	note := `annotation virtualtarget.jumpstarter.dev/max-quarantined="many" on the ExporterSet: not a count`
+	if c := conditionMessage(w.getSet("pool").Status, vtv1alpha1.ConditionDegraded); !strings.Contains(c, note) {
+		t.Errorf("Degraded should name the unreadable annotation: %s", c)
+	}
+	if n := w.eventCount("pool", "InvalidAnnotation"); n != 1 {
+		t.Errorf("%d InvalidAnnotation events after many passes, want 1: %v", n, w.eventNotes("pool", "InvalidAnnotation"))
 	}
 }
 
