@@ -20,10 +20,11 @@ func QuarantineMark(reason string, at time.Time) string {
 	return reason + " at " + at.UTC().Format(time.RFC3339)
 }
 
-// Quarantined reports whether the set has quarantined the instance.
+// Quarantined reports whether the set has quarantined the instance: marked and disabled.
+// One a person enabled again is back in service, whatever its mark says.
 func (i *Instance) Quarantined() bool {
 	_, ok := i.Exporter.Annotations[AnnotationQuarantined]
-	return ok
+	return ok && !i.Enabled()
 }
 
 // QuarantinedAt is when the instance was quarantined, read from its annotation; the zero

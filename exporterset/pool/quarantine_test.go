@@ -28,6 +28,11 @@ func TestInstanceQuarantine(t *testing.T) {
 	if got, want := q.QuarantinedAt(), fixture.Epoch.Add(59*time.Minute); !got.Equal(want) {
 		t.Fatalf("QuarantinedAt = %v, want %v", got, want)
 	}
+	back := quarantined("b", time.Minute)
+	back.Exporter.Spec.Enabled = nil // a person took it back into service
+	if back.Quarantined() || back.DisabledByPerson() {
+		t.Fatalf("re-enabled instance: quarantined=%t disabledByPerson=%t", back.Quarantined(), back.DisabledByPerson())
+	}
 	hand := fixture.Instance("h", fixture.Disabled)
 	hand.Exporter.Annotations = map[string]string{pool.AnnotationQuarantined: "by hand"}
 	if !hand.QuarantinedAt().IsZero() {
