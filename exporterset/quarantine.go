@@ -43,10 +43,9 @@ type quarantineCase struct {
 
 // reuseCheck is what the quarantine step found and did in a pass.
 type reuseCheck struct {
-	policy      reusePolicy
-	problems    []policyProblem
-	quarantined int // instances quarantined by this pass
-	breaker     reuseBreaker
+	policy   reusePolicy
+	problems []policyProblem
+	breaker  reuseBreaker
 }
 
 // quarantine is the pass's step after observe: it reads the reuse policy, finds the
@@ -97,7 +96,6 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 		}
 		s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))
 		r.metrics.CountQuarantined(p.set.Namespace, p.set.Name, c.reason)
-		rc.quarantined++
 		patched[e.Name] = &pool.Instance{Exporter: e, Pods: c.in.Pods, ConfigSecret: c.in.ConfigSecret, Credential: c.in.Credential}
 	}
 	rc.breaker = s.reuse.breaker(r.backoffBase, r.backoffCap)
