@@ -118,11 +118,12 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 }
 
 // liveInstances are the instances a pass builds on: not removed or retired by it, not being
-// deleted or retiring, not foreign (adopt.go: left as it is until retired).
+// deleted, retiring or quarantined (kept as it is for inspection), not foreign (adopt.go:
+// left as it is until retired).
 func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
 	var live []*pool.Instance
 	for _, in := range obs.Instances {
-		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.Foreign() {
+		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.Quarantined() && !in.Foreign() {
 			live = append(live, in)
 		}
 	}

@@ -72,7 +72,7 @@ func (w *world) upstreamPod(set *vtv1alpha1.ExporterSet, e *jumpstarterv1alpha1.
 	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.DefaultCAConfigMap}, &ca); err != nil {
 		w.t.Fatal(err)
 	}
-	cfg, err := exporterset.RenderExporterConfig(e, token, []byte(ca.Data[exporterset.DefaultCAKey]), set.Spec.RecycleStrategy, set.Spec.Template.Spec.Drivers)
+	cfg, err := exporterset.RenderExporterConfig(e, token, []byte(ca.Data[exporterset.DefaultCAKey]), set.Spec.RecycleStrategy, set.Spec.Template.Spec.Drivers, nil)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func conditions(set *vtv1alpha1.ExporterSet, binding vtv1alpha1.BindingMode, now
 	cond := condOf(set.Generation)
 	out := []metav1.Condition{
 		availableCondition(cond, set.Spec, binding, now, res),
-		degradedCondition(cond, now, res),
+		withReuseNotes(degradedCondition(cond, now, res), res.reuse),
 		progressingCondition(cond, set.Spec, now, res),
 	}
 	if c, ok := scalingLimitedCondition(cond, set.Spec, res.plan); ok {
@@ -44,6 +44,8 @@ func degradedCondition(cond condFunc, now time.Time, res passResult) metav1.Cond
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "creating instances: %v", act.createErr)
 	case act.podErr() != nil:
 		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonProvisionerError, "starting pods: %v", act.podErr())
+	case res.reuse.breaker.open():
+		return cond(vtv1alpha1.ConditionDegraded, true, vtv1alpha1.ReasonReuseCheckFailing, "%s", res.reuse.breaker.message(now))
 	case fs.Failing > 0:
 		return cond(vtv1alpha1.ConditionDegraded, true, fs.Reason, "%s%s", fs.message(), bo.Suffix(now))
 	case bo.Failures > 0:
@@ -67,7 +69,7 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 	case pl == nil:
 		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonAsExpected, "nothing planned")
 	case pl.BackingOff:
-		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonBackingOff, "%s", res.health.backoff.Message(now))
+		return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonBackingOff, "%s", backoffMessage(res, now))
 	case pl.Outdated > 0:
 		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonRollingInstances,
 			"rolling to the new spec: %d idle instances of an older spec left, each retired once a new one is available in its place; creating %d", pl.Outdated, pl.Create)
@@ -111,6 +113,8 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 			return fs.Reason, fs.message()
 		case bo.Active(now):
 			return vtv1alpha1.ReasonBackingOff, bo.Message(now)
+		case res.reuse.breaker.active(now):
+			return vtv1alpha1.ReasonReuseCheckFailing, res.reuse.breaker.message(now)
 		case act.caProblem != "":
 			return vtv1alpha1.ReasonCABundleMissing, act.caProblem
 		case len(act.credMissing()) > 0:

@@ -11,8 +11,9 @@ import (
 
 // renderExporterConfig returns the config.yaml of an exporter (contract §3), as
 // internal/exportercfg renders it: deterministic, so comparing bytes tells whether the
-// Secret needs an update. The exporter exits after its lease unless the set reuses it.
-func renderExporterConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec) ([]byte, error) {
+// Secret needs an update. The exporter exits after its lease unless the set reuses it. hooks
+// (the set's parameters.hooks, checked) are written when there are some.
+func renderExporterConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM []byte, recycle vtv1alpha1.RecycleStrategy, drivers []vtv1alpha1.DriverSpec, hooks *exportercfg.Hooks) ([]byte, error) {
 	cfg := exportercfg.Config{
 		APIVersion:     exportercfg.APIVersion,
 		Kind:           exportercfg.Kind,
@@ -22,6 +23,7 @@ func renderExporterConfig(e *jumpstarterv1alpha1.Exporter, token string, caPEM [
 		Token:          token,
 		ExitOnLeaseEnd: recycle != vtv1alpha1.RecycleInPlaceReuse,
 		Export:         make(map[string]exportercfg.Driver, len(drivers)),
+		Hooks:          hooks,
 	}
 	for _, d := range drivers {
 		if _, dup := cfg.Export[d.Name]; dup {

@@ -10,6 +10,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 
@@ -41,6 +42,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 		ca       []byte
 		recycle  vtv1alpha1.RecycleStrategy
 		drivers  []vtv1alpha1.DriverSpec
+		hooks    string // parameters.hooks as a class holds them
 	}{{
 		name:     "exit-and-replace",
 		exporter: goldenExporter("lab", "pool-7kq2p", "grpc.jumpstarter.example:443"),
@@ -68,9 +70,25 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 		token:    "",
 		ca:       []byte(goldenCA + goldenCA),
 		drivers:  []vtv1alpha1.DriverSpec{{Name: "true", Type: "yes"}},
+	}, {
+		name:     "in-place-reuse-hooks",
+		exporter: goldenExporter("lab", "pool-hk9zt", "grpc.jumpstarter.example:443"),
+		token:    "abc.def",
+		ca:       []byte(goldenCA),
+		recycle:  vtv1alpha1.RecycleInPlaceReuse,
+		drivers:  []vtv1alpha1.DriverSpec{{Name: "power", Ref: "qemu.power"}},
+		hooks: `{"afterLease": {"script": "j power off\nj storage flash clean.img\n", "timeout": 300, "onFailure": "endLease"},
+			"beforeLease": {"exec": "/bin/bash", "script": "/opt/check.sh"}}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := renderExporterConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers)
+			var hooks *exportercfg.Hooks
+			if tc.hooks != "" {
+				var err error
+				if hooks, err = exportercfg.ParseHooks([]byte(tc.hooks)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := renderExporterConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers, hooks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +99,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 
 func TestRenderExporterConfigDuplicateDriver(t *testing.T) {
 	drivers := []vtv1alpha1.DriverSpec{{Name: "qemu", Type: "a.B"}, {Name: "qemu", Ref: "x.y"}}
-	_, err := renderExporterConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers)
+	_, err := renderExporterConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers, nil)
 	if want := `driver "qemu" is listed twice`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

@@ -34,9 +34,10 @@ var (
 )
 
 // diagnose returns the instance's problem, or nil. It is pure. Instances on their way out
-// (being deleted or retired) have none: they no longer count.
+// (being deleted or retired) and quarantined ones (kept for inspection) have none: they no
+// longer count.
 func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
-	if in.Deleting() || in.Retiring() {
+	if in.Deleting() || in.Retiring() || in.Quarantined() {
 		return nil
 	}
 	pod := currentPod(in)
@@ -63,7 +64,7 @@ func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
 // or the startup deadline runs out); 0 when it does not. Nothing else wakes the set then.
 func (d diagnosis) recheckIn(in *pool.Instance) time.Duration {
 	pod := currentPod(in)
-	if pod == nil || in.Ready() || in.Deleting() || in.Retiring() {
+	if pod == nil || in.Ready() || in.Deleting() || in.Retiring() || in.Quarantined() {
 		return 0
 	}
 	var next time.Duration
@@ -291,5 +292,5 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 // isFailureReason reports whether reason is an instance failure or the backoff after them.
 func isFailureReason(reason vtv1alpha1.ConditionReason) bool {
 	_, ok := failureOrder[reason]
-	return ok || reason == vtv1alpha1.ReasonBackingOff
+	return ok || reason == vtv1alpha1.ReasonBackingOff || reason == vtv1alpha1.ReasonReuseCheckFailing
 }

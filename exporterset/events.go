@@ -50,6 +50,12 @@ const (
 	eventExternalCreated EventReason = "ExternalCreated"
 	// eventOrphanCleaned: external resources whose instance no longer exists were cleaned up.
 	eventOrphanCleaned EventReason = "OrphanCleaned"
+	// eventInstanceQuarantined: an instance failed its check between two leases (a lease
+	// hook, or its exporter exited with an error after a lease) and was disabled and kept
+	// for inspection (quarantine.go).
+	eventInstanceQuarantined EventReason = "InstanceQuarantined"
+	// eventInvalidAnnotation: a reuse-policy annotation could not be read; its default applies.
+	eventInvalidAnnotation EventReason = "InvalidAnnotation"
 )
 
 // passEvents collects one pass's Normal events by reason, to be recorded as one event per

@@ -145,7 +145,7 @@ func (r *Reconciler) orphanRequest(ctx context.Context, e *jumpstarterv1alpha1.E
 	if ref := metav1.GetControllerOf(e); ref != nil {
 		set.UID = ref.UID
 	}
-	req, err := provisioner.NewRequest(set, &class, provisioner.Images{})
+	req, _, err := newRequest(set, &class, provisioner.Images{})
 	if err != nil {
 		return nil, nil, err
 	}

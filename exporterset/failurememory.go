@@ -34,6 +34,7 @@ type setFailures struct {
 	lastAt      time.Time
 	last        *pool.Problem
 	lastName    string
+	reuse       reuseCount // the quarantines in a row, for the circuit breaker (quarantine.go)
 }
 
 type instanceFailures struct {
@@ -41,6 +42,8 @@ type instanceFailures struct {
 	failedOnce bool                                // a failure of it was counted
 	counted    types.UID                           // the failure (failureKey) last counted
 	seen       map[vtv1alpha1.ConditionReason]bool // reasons seen, for the metric
+	leasedOn   types.UID                           // the Pod it was last seen leased on (quarantine.go)
+	checking   bool                                // seen leased, not yet back Available (quarantine.go)
 }
 
 // observe updates a set's memory from its instances (their Problems already diagnosed) and
@@ -49,7 +52,7 @@ type instanceFailures struct {
 func (m failureMemory) observe(key, version string, now time.Time, instances []*pool.Instance, problems pool.Problems, base, limit time.Duration) pool.Backoff {
 	s := m.sets.setOrPut(key, func() *setFailures { return &setFailures{} })
 	if s.version != version {
-		s.version, s.consecutive, s.last, s.lastName = version, 0, nil, ""
+		s.version, s.consecutive, s.last, s.lastName, s.reuse = version, 0, nil, "", reuseCount{}
 	}
 	var out pool.Backoff
 	for _, in := range instances {
@@ -57,7 +60,7 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !f.failedOnce && !f.everReady {
+		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !in.Quarantined() && !f.failedOnce && !f.everReady {
 			f.everReady = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}

@@ -34,8 +34,8 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	in := &pool.Instance{Exporter: &e}
 	setName := setOwnerOf(&e)
-	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || !in.Credentialed() {
-		return reconcile.Result{}, nil // a retiring instance keeps what it has until removed
+	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || in.Quarantined() || !in.Credentialed() {
+		return reconcile.Result{}, nil // a retiring or quarantined instance keeps what it has until removed
 	}
 	var set vtv1alpha1.ExporterSet
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: setName}, &set); err != nil {
@@ -63,7 +63,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	now := r.clock.Now()
 	p := &pass{
 		set: &set, now: now, class: d.class, prov: d.prov, req: d.req, hash: d.hash,
-		selector: d.selector, events: r.instanceEvents(key), requeue: &soonest{},
+		hooksCfg: d.hooksCfg, hooks: d.hooks, selector: d.selector, events: r.instanceEvents(key), requeue: &soonest{},
 	}
 	it := d.instances[e.UID]
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -118,4 +119,43 @@ func TestFixedCAEndsTheBackoff(t *testing.T) {
 	fixed := time.Now()
 	w.waitHealthy("pool", 1, 45*time.Second)
 	t.Logf("healthy %s after the CA was fixed", time.Since(fixed).Round(time.Millisecond))
+}
+
+// A class's parameters.hooks reach every instance's config file, and a bad one is refused
+// with a condition and an event naming the field; the fake provisioner never sees them.
+func TestHooksInConfigAndRefused(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake", func(c *vtv1alpha1.VirtualTargetClass) {
+		c.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"hooks": {"afterLease": {"script": "exit 1", "onFailure": "endLease", "timeout": 10}}}`)}
+	})
+	w.controller(env.Config)
+	set := w.set("pool", 1, 2, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.RecycleStrategy = vtv1alpha1.RecycleInPlaceReuse })
+	w.waitStatus("pool", 30*time.Second, "1 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 1 })
+	cfg := exporterConfig(t, w, w.exporters("pool")[0].Name)
+	if cfg == nil || cfg.Hooks == nil || cfg.Hooks.BeforeLease != nil || cfg.Hooks.AfterLease == nil {
+		t.Fatalf("config hooks: %+v", cfg)
+	}
+	if a := cfg.Hooks.AfterLease; a.Script != "exit 1" || a.Action() != exportercfg.OnFailureEndLease || a.TimeoutSeconds() != 10 {
+		t.Errorf("afterLease hook %+v", a)
+	}
+
+	w.edit(set, func() {
+		set.Spec.Parameters = &apiextensionsv1.JSON{Raw: []byte(`{"hooks": {"afterLease": {"onFailure": "retry"}}}`)}
+	})
+	want := `parameters.hooks.afterLease.onFailure is "retry"`
+	st := w.waitStatus("pool", 20*time.Second, "InvalidParameters", func(s vtv1alpha1.ExporterSetStatus) bool {
+		r, _ := degraded(s)
+		return r == vtv1alpha1.ReasonInvalidParameters
+	})
+	if _, msg := degraded(st); !strings.Contains(msg, want) {
+		t.Errorf("condition message %q does not hold %q", msg, want)
+	}
+	w.eventually(10*time.Second, "an InvalidSpec event naming the field", func() string {
+		for _, n := range w.eventNotes("pool", "InvalidSpec") {
+			if strings.Contains(n, want) {
+				return ""
+			}
+		}
+		return "none yet"
+	})
 }

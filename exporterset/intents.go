@@ -13,6 +13,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -32,6 +33,8 @@ type setIntents struct {
 	prov         provisioner.Provisioner
 	req          *provisioner.Request
 	hash         string
+	hooksCfg     *exportercfg.Hooks // the set's lease hooks (never modified), nil for none
+	hooks        string             // hooksCfg as JSON
 	selector     labels.Selector
 	backoffUntil time.Time
 	// immediate: an instance of the current spec gets its Pod as soon as it is configured,
@@ -63,6 +66,7 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 	d := &setIntents{
 		setUID: p.set.UID, generation: p.set.Generation, classVersion: p.class.ResourceVersion,
 		class: p.class, prov: p.prov, req: &req, hash: p.hash, selector: p.selector,
+		hooksCfg: p.hooksCfg, hooks: p.hooks,
 		backoffUntil: backoffUntil,
 		immediate:    p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external,
 		instances:    map[types.UID]intent{},

@@ -111,6 +111,7 @@ func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1
 		token:    token,
 		recycle:  p.set.Spec.RecycleStrategy,
 		drivers:  driversVersion(p, e),
+		hooks:    p.hooks,
 	}
 	if c, ok := r.memory.configs.forInstance(keyOf(p.set), e.UID); ok {
 		if c.inputs == inputs && bytes.Equal(c.ca, ca) {
@@ -121,7 +122,7 @@ func (r *Reconciler) config(ctx context.Context, p *pass, e *jumpstarterv1alpha1
 	if err != nil || podErr != nil {
 		return nil, podErr, err
 	}
-	y, err := renderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers)
+	y, err := renderExporterConfig(e, token, ca, p.set.Spec.RecycleStrategy, drivers, p.hooksCfg)
 	if err != nil {
 		return nil, nil, provisioner.Invalid(err)
 	}
@@ -134,6 +135,7 @@ type configInputs struct {
 	endpoint, token string
 	recycle         vtv1alpha1.RecycleStrategy
 	drivers         string // the spec hashes the drivers were enriched for
+	hooks           string // the set's lease hooks as JSON
 }
 
 // configEntry is what config remembers of one Exporter; ca and yaml are shared, never

@@ -233,6 +233,7 @@ type memory struct {
 	instFailures *memo[*instanceFailures] // per instance: ever ready, failure counted (backoff.go)
 	pruned       *memo[prunedFields]      // per set: status fields upstream's CRD drops (pruned.go)
 	metrics      *memo[*metrics.Set]      // per set: the metrics' bookkeeping (metrics.go, slo.go)
+	sightings    *memo[hookSighting]      // per instance: a failed lease hook seen on the watch (quarantine_watch.go)
 }
 
 func newMemory() *memory {
@@ -245,12 +246,13 @@ func newMemory() *memory {
 	m.startup = newMemo[startupMemory](&m.clock)
 	m.expectations, m.failures, m.instFailures = newMemo[*setExpectations](&m.clock), newMemo[*setFailures](&m.clock), newMemo[*instanceFailures](&m.clock)
 	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*metrics.Set](&m.clock)
+	m.sightings = newMemo[hookSighting](&m.clock)
 	return m
 }
 
 func (m *memory) all() []sweeper {
 	return []sweeper{m.describes, m.validated, m.ca, m.own, m.intents, m.instanceEv, m.poked, m.results, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup,
-		m.expectations, m.failures, m.instFailures, m.pruned, m.metrics}
+		m.expectations, m.failures, m.instFailures, m.pruned, m.metrics, m.sightings}
 }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.

@@ -88,6 +88,7 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.instFailures.putInstance("ns/s", "u", &instanceFailures{everReady: true})
 	m.pruned.putSet("ns/s", prunedFields{sequence: 7})
 	m.metrics.putSet("ns/s", &metrics.Set{})
+	m.sightings.putInstance("ns/s", "u", hookSighting{})
 	if got, want := m.size(), len(m.all()); got != want {
 		t.Fatalf("%d entries, want one per memo (%d): a memo is missing from memory.all", got, want)
 	}

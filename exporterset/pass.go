@@ -9,6 +9,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -31,7 +32,9 @@ type pass struct {
 	class    *vtv1alpha1.VirtualTargetClass // nil when it does not exist
 	prov     provisioner.Provisioner        // nil when the class names none served here
 	req      *provisioner.Request           // nil until prepared (never for a blocked set)
-	hash     string                         // the spec hash of req
+	hash     string                         // the spec hash of req and hooks
+	hooksCfg *exportercfg.Hooks             // parameters.hooks, nil for none (taken out of req)
+	hooks    string                         // hooksCfg as JSON, "" for none
 	selector labels.Selector
 
 	events  *passEvents
@@ -122,6 +125,7 @@ type passResult struct {
 	plan     *pool.Plan // nil when blocked: nothing was planned
 	act      actResult
 	external externalResult // external provisioners only
+	reuse    reuseResult    // the quarantine (quarantine_status.go)
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

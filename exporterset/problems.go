@@ -46,8 +46,8 @@ func summarizeFailures(instances []*pool.Instance, problems pool.Problems) failu
 	var s failureSummary
 	by := map[vtv1alpha1.ConditionReason][]*pool.Instance{}
 	for _, in := range instances {
-		if in.Deleting() || in.Retiring() {
-			continue // on their way out: not part of the pool any more
+		if in.Deleting() || in.Retiring() || in.Quarantined() {
+			continue // on their way out, or kept for inspection: not part of the pool any more
 		}
 		s.Total++
 		if in.Ready() && problems.Of(in) == nil {

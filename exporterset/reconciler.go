@@ -193,6 +193,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, true, err // a partial view must not become status
 	}
 	r.memory.sweep(keyOf(set), obs.uids(), mark)
+	// Instances that failed their check leave service first (quarantine.go).
+	rc, obs, qErr := r.quarantine(ctx, p, obs)
+	r.surfacePolicyProblems(p, rc.problems)
 
 	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
 		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
@@ -219,7 +222,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)
 	r.metrics.ObserveSLO(set.Namespace, set.Name, ms, metrics.SLOInput{Now: p.now, Instances: obs.Instances, Problems: res.health.problems, Leases: obs.Leases,
 		Waiting: obs.WaitingLeases, Binding: p.binding(), Hash: p.hash})
-	if reqErr != nil {
+	res.reuse = reuseResultOf(rc, obs, pool.QuarantinePlan{})
+	if reqErr = errors.Join(reqErr, qErr); reqErr != nil {
 		return res, false, reqErr
 	}
 	if res.blocked != nil {
@@ -238,6 +242,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		// The remote end's state is unknown: create and start nothing until it answers.
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
+	qp := r.planQuarantine(p, &in, rc)
+	res.reuse = reuseResultOf(rc, obs, qp)
 	plan := pool.PlanScale(in)
 	if room, wake := pool.CreateRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
 		// pacing.go: the instances begun are finished first

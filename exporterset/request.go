@@ -34,7 +34,7 @@ func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) (*blocker, err
 	if err != nil {
 		return provisionerFailed("describing provisioner", err)
 	}
-	req, err := provisioner.NewRequest(p.set, p.class, desc.DefaultImages)
+	req, hooks, err := newRequest(p.set, p.class, desc.DefaultImages)
 	if err == nil {
 		err = r.validate(ctx, p, req, desc)
 	}
@@ -42,7 +42,9 @@ func (r *Reconciler) prepareRequest(ctx context.Context, p *pass) (*blocker, err
 		return provisionerFailed("validating parameters", err)
 	}
 	p.req = req
-	p.hash = specHash(req)
+	p.hooks = hooksJSON(hooks)
+	p.hooksCfg = hooks
+	p.hash = specHash(req, p.hooks)
 	return nil, nil
 }
 

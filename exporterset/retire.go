@@ -122,7 +122,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		p.requeueIn(retireGrace) // its leaseRef normally follows (and a reconcile with it), but a pinned lease's end maps to no set
 		return true, false, nil
 	}
-	recycled := !in.Retiring() // removed because its exporter exited, not because it was retired
+	recycled := !in.Retiring() && !in.Quarantined() // removed because its exporter exited, not retired or quarantined
 	req, err := r.cleanupRequest(ctx, p)
 	if err != nil {
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)

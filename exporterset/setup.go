@@ -141,6 +141,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.name).
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(exporterChanged)).
+		Watches(&jumpstarterv1alpha1.Exporter{}, r.hookSightings()). // quarantine_watch.go
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&vtv1alpha1.VirtualTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.setsOfClass)).

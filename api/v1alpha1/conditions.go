@@ -95,6 +95,11 @@ const (
 	// keeps this reason after the delay, while the replacements are tried, until an instance
 	// becomes ready or the set or its class changes.
 	ReasonBackingOff ConditionReason = "BackingOff"
+	// ReasonReuseCheckFailing: the last instances in a row (3 or more) failed the check
+	// between two leases (a lease hook, or an exporter exiting with an error after a lease)
+	// and were quarantined; replacements back off. An instance that serves a lease and
+	// comes back Available clears it, as does a change of the set or its class.
+	ReasonReuseCheckFailing ConditionReason = "ReuseCheckFailing"
 )
 
 // Reasons of instance failures, reported by the Degraded condition (and Available, when they

@@ -70,7 +70,8 @@ type ExporterSetSpec struct {
 
 	// Parameters are optional overrides deep-merged over the class parameters.
 	// Objects merge key by key, a scalar or list here replaces the class value, and an
-	// explicit null deletes the key (JSON merge patch, RFC 7386).
+	// explicit null deletes the key (JSON merge patch, RFC 7386). The key `hooks` (the
+	// exporter's beforeLease/afterLease hooks, see the class's parameters) is merged the same way.
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional

@@ -44,7 +44,10 @@ type VirtualTargetClassSpec struct {
 	Provisioner string `json:"provisioner"`
 
 	// Parameters are provisioner-specific settings. An ExporterSet's parameters are
-	// deep-merged over these.
+	// deep-merged over these. One key is common to every provisioner and never reaches it:
+	// `hooks`, the exporter's lease hooks `{beforeLease, afterLease}`, each `{exec, script,
+	// timeout, onFailure: warn|endLease|exit}` as upstream's exporter config reads them,
+	// written to every instance's config file (docs/behaviour.md, "Lease hooks").
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional

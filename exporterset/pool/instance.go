@@ -62,9 +62,10 @@ func (i *Instance) Retiring() bool {
 	return ok
 }
 
-// DisabledByPerson reports an instance someone else disabled: the set leaves it alone, and
-// it counts against the ceiling but not towards the warm buffer.
-func (i *Instance) DisabledByPerson() bool { return !i.Enabled() && !i.Retiring() }
+// DisabledByPerson reports an instance someone else disabled (not retired or quarantined by
+// the set): the set leaves it alone, and it counts against the ceiling but not towards the
+// warm buffer.
+func (i *Instance) DisabledByPerson() bool { return !i.Enabled() && !i.Retiring() && !i.Quarantined() }
 
 // Credentialed reports whether the Jumpstarter controller has issued the credential and
 // endpoint the config Secret needs.

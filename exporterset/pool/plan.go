@@ -42,6 +42,9 @@ type PlanInput struct {
 	// BackoffUntil is when the set may start instances and Pods again after consecutive
 	// failures; zero (or past) when it is not backing off.
 	BackoffUntil time.Time
+	// RemoveQuarantined are the quarantined instances to remove now (PlanQuarantine); the
+	// other quarantined ones are kept, counted against maxReplicas, not towards the buffer.
+	RemoveQuarantined []*Instance
 }
 
 // Plan is what one reconcile should do to move the pool towards its spec.
@@ -95,6 +98,10 @@ type Plan struct {
 	BookedWaiting []string
 	// BookingNote says what the set prepares for; empty without bookings due.
 	BookingNote string
+	// CeilingBlocked is how many of the instances wanted (within maxReplicas) neither
+	// Create nor CreateAfterRemove makes, because Exporters on their way out or kept
+	// (quarantined, disabled by a person) fill the ceiling.
+	CeilingBlocked int32
 }
 
 // PlanScale decides what to create, retire, remove and (re)start. It is pure.
@@ -123,6 +130,16 @@ func PlanScale(in PlanInput) Plan {
 		}
 		leased := i.Leased()
 		switch {
+		case i.Quarantined(): // kept for inspection (quarantine.go), never retired or restarted
+			if !leased && removeQuarantined(in, i) {
+				p.Remove = append(p.Remove, i)
+				continue
+			}
+			occupied++
+			if leased {
+				busy++
+			}
+			continue
 		case i.Retiring():
 			if !leased {
 				p.Remove = append(p.Remove, i)
@@ -196,6 +213,7 @@ func PlanScale(in PlanInput) Plan {
 			p.RemoveBeforeCreate = max(0, present-in.MaxReplicas)
 			after := min(want-p.Create, int32(len(p.Remove))-p.RemoveBeforeCreate, in.MaxReplicas-occupied-in.Expected-p.Create)
 			p.CreateAfterRemove = max(0, after)
+			p.CeilingBlocked = want - p.Create - p.CreateAfterRemove
 		}
 	}
 

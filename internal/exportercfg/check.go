@@ -14,7 +14,7 @@ import (
 const PEMCertificateMarker = "-----BEGIN CERTIFICATE-----"
 
 // Check reports the first thing that keeps an exporter with this config from trying to
-// register, in a fixed order (type, metadata, endpoint, token, TLS, export), or nil. The
+// register, in a fixed order (type, metadata, endpoint, token, TLS, export, hooks), or nil. The
 // message names the field and quotes the value, so that it can stand alone in a container's
 // termination message. An empty export is allowed: upstream's exporter defaults it to no
 // drivers and runs (a set without drivers is valid).
@@ -43,7 +43,7 @@ func (c *Config) Check() error {
 			return fmt.Errorf("export[%q]: %w", name, err)
 		}
 	}
-	return nil
+	return c.Hooks.Check()
 }
 
 // checkEndpoint wants host:port with a port number.

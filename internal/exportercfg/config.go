@@ -24,8 +24,8 @@ type Config struct {
 	// Export maps a driver name to its entry: filled by Parse from the file's export map
 	// (each entry checked by Check), written by Render (a nil map as an empty one).
 	Export map[string]Driver `json:"-"`
-	// Hooks is kept as written; nothing here checks it. The controller writes none.
-	Hooks json.RawMessage `json:"hooks,omitempty"`
+	// Hooks are the lease hooks; nil (or none set) writes no `hooks`.
+	Hooks *Hooks `json:"hooks,omitempty"`
 }
 
 // Metadata names the Exporter the config belongs to.

@@ -17,12 +17,16 @@ type wireDriver struct {
 // Render returns the file as YAML. The output is deterministic (map keys sorted at every
 // level, driver configs included), so comparing bytes tells whether a Secret holding an
 // earlier rendering needs an update. The export map is always written (empty when there are
-// no drivers); a driver's Config is written as given, unless it is only white space.
+// no drivers), `hooks` only when a hook is set; a driver's Config is written as given, unless it is only white space.
 func Render(c *Config) ([]byte, error) {
 	w := struct {
 		*Config
 		Export map[string]wireDriver `json:"export"`
+		Hooks  *Hooks                `json:"hooks,omitempty"`
 	}{Config: c, Export: make(map[string]wireDriver, len(c.Export))}
+	if !c.Hooks.Empty() {
+		w.Hooks = c.Hooks
+	}
 	for name, d := range c.Export {
 		x := wireDriver{Type: d.Type, Ref: d.Ref}
 		if len(bytes.TrimSpace(d.Config)) > 0 {

@@ -14,7 +14,14 @@ import (
 // (Render sorts keys and YAML rewrites number forms), a nil map as an empty one, and not the
 // keys an entry was parsed from.
 var sameConfig = cmp.Options{
-	cmpopts.IgnoreUnexported(Driver{}),
+	cmpopts.IgnoreUnexported(Driver{}, Hooks{}, Hook{}),
+	// `hooks: {}` renders as no hooks.
+	cmp.Transformer("hooks", func(h *Hooks) *Hooks {
+		if h.Empty() {
+			return nil
+		}
+		return h
+	}),
 	cmp.FilterPath(func(p cmp.Path) bool { return p.Last().Type().Kind() == reflect.Map }, cmpopts.EquateEmpty()),
 	cmp.Transformer("JSON", func(m json.RawMessage) any {
 		if len(m) == 0 {
@@ -48,11 +55,13 @@ func full() *Config {
 
 func TestRenderParseRoundTrip(t *testing.T) {
 	for name, edit := range map[string]func(*Config){
-		"full":        func(*Config) {},
-		"no drivers":  func(c *Config) { c.Export = nil },
-		"in place":    func(c *Config) { c.ExitOnLeaseEnd = false },
-		"insecure":    func(c *Config) { c.TLS = TLS{Insecure: true} },
-		"hooks":       func(c *Config) { c.Hooks = json.RawMessage(`{"beforeLease": {"script": "echo hi", "timeout": 30}}`) },
+		"full":       func(*Config) {},
+		"no drivers": func(c *Config) { c.Export = nil },
+		"in place":   func(c *Config) { c.ExitOnLeaseEnd = false },
+		"insecure":   func(c *Config) { c.TLS = TLS{Insecure: true} },
+		"hooks": func(c *Config) {
+			c.Hooks = &Hooks{BeforeLease: &Hook{Script: "echo hi", Timeout: ptr(30)}, AfterLease: &Hook{Exec: "/bin/bash", Script: "exit 1", OnFailure: OnFailureExit}}
+		},
 		"yaml-ish":    func(c *Config) { c.Token, c.Metadata.Name, c.Endpoint = "0123", "true", "[::1]:8082" },
 		"odd strings": func(c *Config) { c.Token = "a: b\n- c # d\t'\"<&>" },
 		"empty":       func(c *Config) { *c = Config{} },
@@ -152,6 +161,8 @@ func fmtErr(err error) string {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
 	f.Add([]byte("export:\n  a: {}\n  b: {ref: x, type: ''}\nhooks: null\n"))
+	f.Add([]byte(good + goodHooks))
+	f.Add([]byte("hooks: {afterLease: {script: x, timeout: 1.0, bogus: 1}, beforeLease: null, x: 1}\n"))
 	f.Add([]byte(`{"apiVersion": 1}`))
 	f.Add([]byte("export: {q: {config: {n: 1.0, big: 12345678901234567890, s: [a, ~]}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -90,6 +90,24 @@
 // (restartPolicy Never) Fails. A config that changes under a running exporter only stops it
 // registering, as above.
 //
+// Lease hooks: an exporter whose config has hooks (beforeLease, afterLease) runs them for
+// real on this host, as upstream's exporter runs them (internal/leasehook: interpreter,
+// timeout, upstream's statuses and messages), each report written to exporterStatus and
+// statusMessage and recorded as [ActionStatusReported]. The first report of a lease's start
+// (BeforeLeaseHook, or LeaseReady "Ready for commands") and of its end (AfterLeaseHook, or
+// Available "Available for new lease") is made in the write that sets or clears leaseRef,
+// so the scheduler never sees the exporter Available in between. onFailure endLease after
+// beforeLease releases the lease a second later (spec.release, as the controller does on the
+// exporter's request) and skips the afterLease hook; after afterLease the failure shows for a
+// second, then the exporter is Available. onFailure exit reports the failure and Offline;
+// the process exits with code 1 once its lease is over (after afterLease: a second later):
+// its container terminates (Error, the failure as the termination message, as the stand-in
+// exporter writes it) and the Pod Fails (restartPolicy Never), and the Exporter stays
+// Offline with its last message. Under exitOnLeaseEnd the afterLease hook runs before the
+// process exits; unlike upstream's, the simulated process does not report Available for the
+// second before it exits (the simulator keeps its rule that an exiting exporter is never
+// seen free). On a real node ([WithRealNode]) the real exporter runs its own hooks.
+//
 // Every fault and its effects are recorded in [Simulator.Events].
 //
 // Garbage collector (on unless [WithoutGarbageCollector]): envtest has no
@@ -104,10 +122,10 @@
 // compared with what the controller issued, not used. The exporter config is otherwise read
 // only for exitOnLeaseEnd and the driver names (reported as status.devices). Exporters do not rewrite
 // their jumpstarter.dev/* labels. There are no ExporterAccessPolicies, priorities or spot
-// access, no Client objects (spec.clientRef is not checked), no lease hooks beyond an
-// optional AfterLeaseHook pause ([WithAfterLeaseDelay]), and lastSeen is refreshed only on
-// transitions unless [WithHeartbeat] is set. The exporter config's other fields (hooks,
-// driver configs) are not checked. The scheduler knows one node, no pod affinity or
+// access, no Client objects (spec.clientRef is not checked), and lastSeen is refreshed only on
+// transitions unless [WithHeartbeat] is set. Hooks see no session (no JUMPSTARTER_HOST: `j`
+// commands in a hook fail), and an afterLease hook runs whether or not a client connected
+// during the lease (upstream's runs it only then). Driver configs are not checked. The scheduler knows one node, no pod affinity or
 // topology spread, no priorities or preemption (its message says no victims), no volume
 // binding, and only counts Pods in the namespaces the Simulator watches; Pods created with
 // spec.nodeName set bypass it and are not admitted against capacity. The kubelet runs no

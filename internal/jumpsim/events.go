@@ -40,6 +40,9 @@ const (
 	ActionGCOwnerRefRemoved  = "GCOwnerRefRemoved"
 	ActionGCFinalizerRemoved = "GCFinalizerRemoved"
 	ActionAnomaly            = "Anomaly"
+	ActionHookStarted        = "HookStarted"
+	ActionHookFinished       = "HookFinished"
+	ActionStatusReported     = "StatusReported"
 	ActionError              = "Error"
 )
 

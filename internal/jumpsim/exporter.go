@@ -76,6 +76,9 @@ func (s *Simulator) syncExporter(ctx context.Context, req reconcile.Request, fro
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if view.pod != nil {
+		s.hooks.forgetOtherProcesses(ex.UID, view.pod.UID)
+	}
 	// Transitions are judged inside mutate: on a retry ex is the fresh object, and the cached
 	// one may be behind.
 	var issued, wasOnline bool

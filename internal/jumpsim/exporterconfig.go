@@ -173,6 +173,9 @@ func (s *Simulator) exitedAfterLease(ctx context.Context, pod *corev1.Pod) (*jsv
 		if end.Before(since) || s.kube.wasHandled(pod.UID, l.UID) {
 			continue
 		}
+		if s.hooks.holdsExit(exUID, pod.UID, l.Name) {
+			continue // its afterLease hook runs first
+		}
 		return l, true
 	}
 	return nil, false

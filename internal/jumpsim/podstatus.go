@@ -190,6 +190,12 @@ func terminalStatus(pod *corev1.Pod, exitCode int32, reason, message string, now
 // restartedStatus is a running Pod whose container name exited (code 0) and was restarted,
 // as restartPolicy Always does.
 func restartedStatus(pod *corev1.Pod, name string, now metav1.Time) corev1.PodStatus {
+	return exitedStatus(pod, name, 0, "Completed", "", now)
+}
+
+// exitedStatus is restartedStatus for a container that exited with code, reason and
+// message.
+func exitedStatus(pod *corev1.Pod, name string, code int32, reason, message string, now metav1.Time) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	for i := range st.ContainerStatuses {
 		cs := &st.ContainerStatuses[i]
@@ -201,7 +207,7 @@ func restartedStatus(pod *corev1.Pod, name string, now metav1.Time) corev1.PodSt
 			started = cs.State.Running.StartedAt
 		}
 		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: now, ContainerID: cs.ContainerID,
+			ExitCode: code, Reason: reason, Message: message, StartedAt: started, FinishedAt: now, ContainerID: cs.ContainerID,
 		}}
 		cs.RestartCount++
 		cs.ContainerID = containerID(pod, name, cs.RestartCount)

@@ -291,6 +291,10 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 				ex.Status.LastSeen = metav1.NewTime(lost)
 				changed = true
 			}
+		case hookExited(s, ex):
+			// Its last report before it exited after a failed hook.
+			rep, _ := s.hooks.exitReport(ex.UID)
+			reason, message = reasonOffline, rep.Message
 		case v.exited:
 			reason, message = reasonOffline, msgExited
 		case ex.Status.LastSeen.IsZero():
@@ -304,12 +308,22 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	return changed, requeue
 }
 
-// onlineStatusValue is the exporterStatus of an online Exporter: an override, else
-// LeaseReady while leased, AfterLeaseHook during the after-lease pause, else Available. It
+// hookExited reports whether ex's process exited (or is exiting) after a hook that failed
+// with onFailure exit.
+func hookExited(s *Simulator, ex *jsv1.Exporter) bool {
+	_, ok := s.hooks.exitReport(ex.UID)
+	return ok
+}
+
+// onlineStatusValue is the exporterStatus of an online Exporter: an override, else what
+// its process reports about its lease hooks (hooks.go), else LeaseReady while leased, AfterLeaseHook during the after-lease pause, else Available. It
 // also returns when the after-lease pause ends.
 func (s *Simulator) onlineStatusValue(ex *jsv1.Exporter) (jsv1.ExporterStatusValue, string, time.Time) {
 	if o, ok := s.presence.statusOverride(client.ObjectKeyFromObject(ex)); ok {
 		return o.value, o.message, time.Time{}
+	}
+	if rep, ok := s.hooks.reportFor(ex); ok {
+		return jsv1.ExporterStatusValue(rep.Status), rep.Message, time.Time{}
 	}
 	if ex.Status.LeaseRef != nil {
 		return jsv1.ExporterStatusLeaseReady, "", time.Time{}

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/internal/exportercfg"
+	"github.com/exporterset/exporterset/internal/leasehook"
 )
 
 // The scheduler's writes: a lease assigned, ended or released, and the Exporter's leaseRef
@@ -97,7 +99,14 @@ func (sc *scheduler) ensureOwner(ctx context.Context, l *jsv1.Lease, ex *jsv1.Ex
 // ensureLeaseRef points ex's status.leaseRef at lease and reports LeaseReady.
 func (sc *scheduler) ensureLeaseRef(ctx context.Context, ex *jsv1.Exporter, lease string) error {
 	var other string
-	_, err := sc.s.writeStatus(ctx, ex, func() bool {
+	var hooks *exportercfg.Hooks
+	var pod types.UID
+	var report *leasehook.Report
+	if ex.Status.LeaseRef == nil {
+		// A process with hooks reports its beforeLease hook in the same write.
+		hooks, pod, report = sc.s.leaseStarting(ctx, ex, lease)
+	}
+	wrote, err := sc.s.writeStatus(ctx, ex, func() bool {
 		other = ""
 		if ex.Status.LeaseRef != nil {
 			if ex.Status.LeaseRef.Name != lease {
@@ -114,6 +123,16 @@ func (sc *scheduler) ensureLeaseRef(ctx context.Context, ex *jsv1.Exporter, leas
 	})
 	if other != "" {
 		sc.s.record("scheduler", ActionAnomaly, "Exporter", ex.Namespace, ex.Name, "leaseRef names lease %s, not %s", other, lease)
+	}
+	switch {
+	case report == nil:
+	case wrote && err == nil:
+		sc.s.recordReport(client.ObjectKeyFromObject(ex), *report)
+		if hooks != nil {
+			sc.s.runHook(ctx, ex, pod, lease, leasehook.Before, hooks, false)
+		}
+	default:
+		sc.s.hooks.drop(ex.UID, pod, lease) // not written: the next try starts again
 	}
 	return err
 }
@@ -254,16 +273,18 @@ func (sc *scheduler) clearLeaseRef(ctx context.Context, ex *jsv1.Exporter, lease
 		return nil
 	}
 	exiting := ended && sc.s.exitsOnLeaseEnd(ctx, ex)
+	// A process with hooks runs its afterLease hook first, reporting it in the same write.
+	after, hooked := sc.s.leaseEnding(ctx, ex, lease, exiting)
 	if !exiting && ended && sc.s.opts.afterLeaseDelay > 0 {
 		sc.s.presence.setAfterLease(ex.UID, time.Now().Add(sc.s.opts.afterLeaseDelay))
 	}
-	_, err := sc.s.writeStatus(ctx, ex, func() bool {
+	wrote, err := sc.s.writeStatus(ctx, ex, func() bool {
 		if ex.Status.LeaseRef == nil || ex.Status.LeaseRef.Name != lease {
 			return false
 		}
 		ex.Status.LeaseRef = nil
 		switch {
-		case exiting:
+		case exiting && !hooked:
 			markExited(ex)
 		case meta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionOnline):
 			v, msg, _ := sc.s.onlineStatusValue(ex)
@@ -271,6 +292,17 @@ func (sc *scheduler) clearLeaseRef(ctx context.Context, ex *jsv1.Exporter, lease
 		}
 		return true
 	})
+	if wrote && err == nil && hooked {
+		if after.report != nil {
+			sc.s.recordReport(client.ObjectKeyFromObject(ex), *after.report)
+		}
+		switch {
+		case after.hooks != nil:
+			sc.s.runHook(ctx, ex, after.pod, lease, leasehook.After, after.hooks, exiting)
+		case after.pod != "":
+			sc.s.pokePod(ctx, ex.Namespace, after.pod) // exiting after a failed beforeLease hook
+		}
+	}
 	return client.IgnoreNotFound(err)
 }
 

@@ -47,6 +47,7 @@ type Simulator struct {
 	sched    *scheduler
 	kube     *kubelet
 	ends     leaseEnds
+	hooks    *hookState
 
 	exporterPokes chan event.GenericEvent
 	leasePokes    chan event.GenericEvent
@@ -114,6 +115,7 @@ func New(cfg *rest.Config, opts ...Option) (*Simulator, error) {
 		events:        newEventLog(o.eventLimit),
 		presence:      newPresenceState(),
 		ends:          leaseEnds{told: map[string]bool{}},
+		hooks:         newHookState(),
 		faults:        newFaultState(o),
 		node:          newSimNode(o),
 		creds:         &credentialState{seen: newSightings()},

@@ -16,6 +16,7 @@ type Metrics struct {
 	failures                    *prometheus.CounterVec
 	backingOff                  *prometheus.GaugeVec
 	slo                         sloMetrics
+	quarantine                  quarantineMetrics
 	start                       time.Time // when the process began to look (slo.go)
 }
 
@@ -52,11 +53,13 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		}, append(labels, "reason")),
 		backingOff: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_backing_off", Help: "1 while the set holds back new instances after consecutive failures, else 0."}, labels),
 		slo:        newSLOMetrics(),
+		quarantine: newQuarantineMetrics(),
 		start:      start.Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
 		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement, m.failures, m.backingOff)
 		reg.MustRegister(m.slo.collectors()...)
+		reg.MustRegister(m.quarantine.collectors()...)
 	}
 	return m
 }
@@ -141,4 +144,5 @@ func (m *Metrics) Forget(ns, name string) {
 	}
 	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.forgetSLO(ns, name)
+	m.forgetQuarantine(ns, name)
 }
