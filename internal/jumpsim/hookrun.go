@@ -151,18 +151,19 @@ func (s *Simulator) runHook(ctx context.Context, ex *jsv1.Exporter, pod types.UI
 		}
 		// report makes rep the process's status, if it is still where the hook left it.
 		report := func(rep leasehook.Report, change func(*hookRun)) bool {
-			ok := s.hooks.update(uid, pod, lease, func(r *hookRun) {
+			applied := false
+			s.hooks.update(uid, pod, lease, func(r *hookRun) {
 				if r.phase == phase || r.phase == phaseExit {
-					r.report = rep
+					r.report, applied = rep, true
 					if change != nil {
 						change(r)
 					}
 				}
 			})
-			if ok {
+			if applied {
 				s.reportStatus(ctx, key, rep)
 			}
-			return ok
+			return applied
 		}
 		if out.Failed() && out.Action != exportercfg.OnFailureWarn {
 			// Whatever phase the lease is in by now: no afterLease hook follows.

@@ -271,3 +271,23 @@ func TestAfterLeaseHookBeforeExitOnLeaseEnd(t *testing.T) {
 		t.Errorf("an exiting exporter reported %v", r)
 	}
 }
+
+// A lease that ends while its beforeLease hook runs: no LeaseReady; the afterLease hook runs
+// once the beforeLease hook is done.
+func TestLeaseEndsDuringBeforeLeaseHook(t *testing.T) {
+	t.Parallel()
+	sim, ns := startSim(t)
+	ran := filepath.Join(t.TempDir(), "ran")
+	startHooked(t, sim, ns, "ex", false, fmt.Sprintf(`  beforeLease: {script: 'sleep 1; echo before >> %[1]s'}
+  afterLease: {script: 'echo after >> %[1]s'}
+`, ran))
+	lease(t, sim, ns, "l1")
+	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusBeforeLeaseHook, "Running beforeLease hook")
+	release(t, sim, ns, "l1")
+	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusAvailable, "Available for new lease")
+	waitReports(t, sim, ns, "ex", "BeforeLeaseHook: Running beforeLease hook",
+		"AfterLeaseHook: Running afterLease hooks", "Available: Available for new lease")
+	if b, err := os.ReadFile(ran); err != nil || string(b) != "before\nafter\n" {
+		t.Errorf("the hooks wrote %q (%v), want the beforeLease hook done before the afterLease hook", b, err)
+	}
+}
