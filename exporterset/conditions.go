@@ -20,6 +20,9 @@ func conditions(set *vtv1alpha1.ExporterSet, binding vtv1alpha1.BindingMode, now
 		degradedCondition(cond, now, res),
 		progressingCondition(cond, set.Spec, now, res),
 	}
+	if res.policy != "" {
+		out[1].Message += "; " + res.policy
+	}
 	if c, ok := scalingLimitedCondition(cond, set.Spec, res.plan); ok {
 		out = append(out, c)
 	}

@@ -50,6 +50,8 @@ const (
 	eventExternalCreated EventReason = "ExternalCreated"
 	// eventOrphanCleaned: external resources whose instance no longer exists were cleaned up.
 	eventOrphanCleaned EventReason = "OrphanCleaned"
+	// eventInvalidAnnotation: a reuse-policy annotation cannot be read; its default applies.
+	eventInvalidAnnotation EventReason = "InvalidAnnotation"
 )
 
 // passEvents collects one pass's Normal events by reason, to be recorded as one event per

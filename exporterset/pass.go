@@ -33,6 +33,7 @@ type pass struct {
 	req      *provisioner.Request           // nil until prepared (never for a blocked set)
 	hash     string                         // the spec hash of req
 	selector labels.Selector
+	policy   reusePolicy // the set's reuse policy (reusepolicy.go)
 
 	events  *passEvents
 	requeue *soonest
@@ -122,6 +123,7 @@ type passResult struct {
 	plan     *pool.Plan // nil when blocked: nothing was planned
 	act      actResult
 	external externalResult // external provisioners only
+	policy   string         // unreadable reuse-policy annotations, for Degraded's message
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

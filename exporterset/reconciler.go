@@ -186,6 +186,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if skip || err != nil {
 		return res, true, err
 	}
+	var policyProblems []policyProblem
+	p.policy, policyProblems = reusePolicyOf(set, p.class)
+	res.policy = r.policyNote(p, policyProblems)
 
 	mark := r.memory.mark()
 	obs, err := r.observe(ctx, set, p.selector)
@@ -306,6 +309,8 @@ func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInp
 		Demand:               int32(len(obs.WaitingLeases)),
 		Bookings:             obs.Bookings,
 		Now:                  p.now,
+		MaxUseCount:          p.policy.maxUseCount,
+		MaxIdleAge:           p.policy.maxIdleAge,
 	}
 	if s.MaxReplicas != nil {
 		in.MaxReplicas = *s.MaxReplicas
