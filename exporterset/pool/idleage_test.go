@@ -152,7 +152,8 @@ func TestIdleDeadlineJitter(t *testing.T) {
 func TestMaxUseCount(t *testing.T) {
 	used := func(n string) fixture.Trait {
 		return func(in *pool.Instance) {
-			in.Exporter.Annotations = map[string]string{pool.AnnotationUseCount: n, pool.AnnotationLastLease: "l" + n}
+			in.Exporter.Annotations = map[string]string{pool.AnnotationUseCount: n, pool.AnnotationLastLease: "l" + n,
+				pool.AnnotationIdleSince: fixture.Epoch.Format(time.RFC3339)}
 		}
 	}
 	reuse := func(in pool.PlanInput) pool.PlanInput {
@@ -179,6 +180,12 @@ func TestMaxUseCount(t *testing.T) {
 	leased := fixture.Instance("a", fixture.Ready, used("2"), fixture.Leased("l2"))
 	if p = pool.PlanScale(reuse(input(0, 3, 1, leased, b))); len(p.Retire) != 0 {
 		t.Fatalf("retired %v while leased", fixture.Names(p.Retire))
+	}
+	// Counted (from its Lease) but its end not seen yet: not retired.
+	counting := fixture.Instance("a", fixture.Ready, used("2"))
+	delete(counting.Exporter.Annotations, pool.AnnotationIdleSince)
+	if p = pool.PlanScale(reuse(input(0, 3, 1, counting, b))); len(p.Retire) != 0 {
+		t.Fatalf("retired %v before its last lease was seen to end", fixture.Names(p.Retire))
 	}
 	// ExitAndReplace: every instance serves one lease anyway.
 	in := reuse(input(0, 2, 2, a, b))

@@ -29,8 +29,13 @@ func (i *Instance) UseCount() int {
 	return n
 }
 
-// usedUp reports an instance that has served max leases (max 0: no limit).
-func usedUp(i *Instance, max int) bool { return max > 0 && i.UseCount() >= max }
+// usedUp reports an instance that has served max leases (max 0: no limit) and whose last
+// lease the set has seen end (AnnotationIdleSince): a lease the Jumpstarter controller has
+// assigned but whose leaseRef the cache does not show yet is counted already, and must not
+// look like an ended one.
+func usedUp(i *Instance, max int) bool {
+	return max > 0 && i.UseCount() >= max && i.Exporter.Annotations[AnnotationIdleSince] != ""
+}
 
 // UseRecord returns the annotations to change on the instance so that they record what is
 // seen now: lease is the lease it serves ("" for none). A lease not counted yet raises the
