@@ -1,0 +1,123 @@
+package exporterset_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
+)
+
+func idleAge(d string) func(*vtv1alpha1.ExporterSet) {
+	return func(s *vtv1alpha1.ExporterSet) {
+		s.Annotations = map[string]string{exporterset.AnnotationMaxIdleAge: d}
+	}
+}
+
+// max-idle-age 20s on a warm buffer of 3, watched for 90 s: every idle instance is replaced
+// by surge at least 3 times, availableReplicas (sampled every 100 ms) never drops below 3,
+// the set never exceeds maxReplicas, and the instance a lease holds throughout stays.
+func TestMaxIdleAgeReplacesIdleInstancesBySurge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("90 s")
+	}
+	w := newWorld(t)
+	w.class("fake")
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
+	const maxR = 6
+	ceiling := w.watchCeiling("pool", maxR)
+	w.set("pool", 0, maxR, 3, idleAge("20s"))
+	w.waitHealthy("pool", 3, 30*time.Second)
+	held := w.lease("held", "pool")
+	holder := w.waitAssigned(held)
+	w.waitHealthy("pool", 3, 30*time.Second) // the buffer refilled beside the lease
+
+	start := time.Now()
+	sampler := w.sampleAvailability("pool")
+	seen := map[string]time.Time{} // every instance of the set, from when it was first seen
+	for time.Since(start) < 90*time.Second {
+		for _, e := range w.exporters("pool") {
+			if _, ok := seen[e.Name]; !ok {
+				seen[e.Name] = time.Now()
+			}
+		}
+		if getExporter(t, w, holder) == nil {
+			t.Fatalf("%s, which a lease holds, was removed", holder)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	lowest, samples := sampler.finish()
+	ceiling.check(t, maxR, 4)
+
+	replaced := retirements(t, reg, w.ns, "pool", "idle-age")
+	t.Logf("in 90 s: %v idle-age retirements, %d instances seen, lowest availableReplicas %d (%d samples)", replaced, len(seen), lowest, samples)
+	if lowest < 3 {
+		t.Errorf("availableReplicas dropped to %d (buffer 3; %d samples)", lowest, samples)
+	}
+	if samples < 300 {
+		t.Errorf("only %d samples of availableReplicas in 90 s", samples)
+	}
+	if replaced < 9 {
+		t.Errorf("%v idle-age retirements in 90 s, want at least 9 (each of 3 idle instances replaced 3 times)", replaced)
+	}
+	for _, reason := range []string{"scaled-down", "failed", "released"} {
+		if n := retirements(t, reg, w.ns, "pool", reason); n != 0 {
+			t.Errorf("%v retirements for %s: the idle roll must not show as another reason", n, reason)
+		}
+	}
+	e := getExporter(t, w, holder)
+	if e == nil || e.Status.LeaseRef == nil || e.Status.LeaseRef.Name != "held" || !e.IsEnabled() {
+		t.Errorf("the held instance %s: %+v", holder, e)
+	}
+	if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(held), held); err != nil || held.Status.Ended {
+		t.Errorf("the held lease ended (%v)", err)
+	}
+}
+
+// At the ceiling no replacement fits beside an idle instance past its age: with only the
+// buffer available, it waits rather than leave the buffer short. Once the ceiling allows a
+// surge, the roll goes on.
+func TestMaxIdleAgeWaitsAtTheCeiling(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
+	set := w.set("pool", 0, 2, 2, idleAge("2s"))
+	w.waitHealthy("pool", 2, 30*time.Second)
+	first := map[string]bool{}
+	for _, e := range w.exporters("pool") {
+		first[e.Name] = true
+	}
+
+	sampler := w.sampleAvailability("pool")
+	time.Sleep(6 * time.Second) // three times the idle age: both are overdue
+	if n := retirements(t, reg, w.ns, "pool", "idle-age"); n != 0 {
+		t.Fatalf("%v idle-age retirements at the ceiling with only the buffer available", n)
+	}
+	if got := len(w.exporters("pool")); got != 2 {
+		t.Fatalf("%d instances at maxReplicas 2", got)
+	}
+	lowest, samples := sampler.finish()
+	if lowest < 2 {
+		t.Errorf("availableReplicas dropped to %d at the ceiling (%d samples)", lowest, samples)
+	}
+
+	w.edit(set, func() { set.Spec.MaxReplicas = ptr.To(int32(3)) })
+	w.eventually(40*time.Second, "both first instances replaced", func() string {
+		for _, e := range w.exporters("pool") {
+			if first[e.Name] {
+				return fmt.Sprintf("%s still there; %s", e.Name, summary(w.getSet("pool").Status))
+			}
+		}
+		return ""
+	})
+	if n := retirements(t, reg, w.ns, "pool", "idle-age"); n < 2 {
+		t.Errorf("%v idle-age retirements, want 2", n)
+	}
+}
