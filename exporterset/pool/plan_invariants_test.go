@@ -71,6 +71,22 @@ func randomInput(seed int64) pool.PlanInput {
 	pool.SortBookings(in.Bookings)
 	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
 	in.Others = int32(rng.Intn(3)) // strays, drawn last so earlier draws keep their meaning
+	// The reuse policy (idleage.go, usecount.go), after the others for the same reason. The
+	// fixtures' conditions have no transition time: every ready instance is overdue.
+	if rng.Intn(2) == 0 {
+		in.MaxIdleAge = 20 * time.Second
+	}
+	in.MaxUseCount = rng.Intn(3)
+	for _, i := range instances {
+		if n := rng.Intn(4); n > 0 {
+			if i.Exporter.Annotations == nil {
+				i.Exporter.Annotations = map[string]string{}
+			}
+			i.Exporter.Annotations[pool.AnnotationUseCount] = fmt.Sprint(n)
+			i.Exporter.Annotations[pool.AnnotationLastLease] = "l"
+			i.Exporter.Annotations[pool.AnnotationIdleSince] = fixture.Epoch.Format(time.RFC3339)
+		}
+	}
 	return in
 }
 
@@ -83,6 +99,12 @@ func checkPlanInvariants(t *testing.T, in pool.PlanInput, p pool.Plan) {
 		if i.Deleting() {
 			t.Fatalf("plan acts on deleting instance %s", i.Name())
 		}
+	}
+	if a := p.IdleAged; a != nil && (a.Leased() || !a.Available(in.Problems)) {
+		t.Fatalf("rolls %s for its idle age, which is leased or not available", a.Name())
+	}
+	if len(p.UsedUp) > 0 && (in.Recycle != vtv1alpha1.RecycleInPlaceReuse || in.MaxUseCount == 0) {
+		t.Fatalf("retires %d instances for their use count under %s, max-use-count %d", len(p.UsedUp), in.Recycle, in.MaxUseCount)
 	}
 	if p.Create < 0 {
 		t.Fatalf("negative create %d", p.Create)
