@@ -11,6 +11,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func idleAge(d string) func(*vtv1alpha1.ExporterSet) {
@@ -120,4 +121,41 @@ func TestMaxIdleAgeWaitsAtTheCeiling(t *testing.T) {
 	if n := retirements(t, reg, w.ns, "pool", "idle-age"); n < 2 {
 		t.Errorf("%v idle-age retirements, want 2", n)
 	}
+}
+
+// Under InPlaceReuse a lease restarts the idle clock: an instance ready for longer than
+// max-idle-age, but whose lease ended a moment ago, is not rolled until it has been idle that
+// long since the lease's end (idle-since, written by the set), and then it is.
+func TestMaxIdleAgeCountsFromTheLastLease(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 0, 3, 1, inPlaceReuse(map[string]string{exporterset.AnnotationMaxIdleAge: "6s"}))
+	w.waitHealthy("pool", 1, 30*time.Second)
+	time.Sleep(3 * time.Second)
+	l := w.lease("l", "pool")
+	a := w.waitAssigned(l)
+	time.Sleep(5 * time.Second) // a has been ready for 8 s, longer than 6s+10 %
+	w.release(l)
+	w.eventually(10*time.Second, "the lease's end recorded on "+a, func() string {
+		e := getExporter(t, w, a)
+		if e == nil {
+			return "gone"
+		}
+		if e.Annotations[pool.AnnotationIdleSince] == "" || e.Status.LeaseRef != nil {
+			return fmt.Sprintf("annotations %v, leaseRef %v", e.Annotations, e.Status.LeaseRef)
+		}
+		return ""
+	})
+	time.Sleep(3 * time.Second)
+	if e := getExporter(t, w, a); e == nil || !e.IsEnabled() {
+		t.Fatalf("%s was retired within 3 s of its lease's end (max-idle-age 6s): %+v", a, e)
+	}
+	w.eventually(20*time.Second, a+" rolled for its idle age", func() string {
+		if getExporter(t, w, a) != nil {
+			return summary(w.getSet("pool").Status)
+		}
+		return ""
+	})
+	w.waitHealthy("pool", 1, 10*time.Second)
 }
