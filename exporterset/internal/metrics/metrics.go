@@ -40,7 +40,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_available_replicas", Help: "Ready, enabled and unleased exporters (the warm pool)."}, labels),
 		leased:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_leased_replicas", Help: "Exporters holding a lease."}, labels),
 		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_created_total", Help: "Instances created."}, labels),
-		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired by scale-down or rolling."}, labels),
+		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired (disabled to be removed); by reason in exporterset_retirements_total."}, labels),
 		recycled:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_recycled_total", Help: "Instances removed after their exporter exited at lease end."}, labels),
 		retirements: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "exporterset_retirements_total",
