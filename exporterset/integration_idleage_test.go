@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
@@ -41,6 +42,7 @@ func TestMaxIdleAgeReplacesIdleInstancesBySurge(t *testing.T) {
 
 	start := time.Now()
 	sampler := w.sampleAvailability("pool")
+	dips := w.recordDips("pool", 3)
 	seen := map[string]time.Time{} // every instance of the set, from when it was first seen
 	for time.Since(start) < 90*time.Second {
 		for _, e := range w.exporters("pool") {
@@ -54,6 +56,9 @@ func TestMaxIdleAgeReplacesIdleInstancesBySurge(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	lowest, samples := sampler.finish()
+	for _, d := range dips.finish() {
+		t.Log(d)
+	}
 	ceiling.check(t, maxR, 4)
 
 	replaced := retirements(t, reg, w.ns, "pool", "idle-age")
@@ -158,4 +163,65 @@ func TestMaxIdleAgeCountsFromTheLastLease(t *testing.T) {
 		return ""
 	})
 	w.waitHealthy("pool", 1, 10*time.Second)
+}
+
+// dipRecorder notes, every 100 ms, each status with availableReplicas below floor and the
+// set's Exporters as the API server shows them right after: what a failure message needs.
+type dipRecorder struct {
+	stop, done chan struct{}
+	dips       []string
+	ready      map[string]bool // each Exporter as last seen
+}
+
+func (w *world) recordDips(set string, floor int32) *dipRecorder {
+	d := &dipRecorder{stop: make(chan struct{}), done: make(chan struct{}), ready: map[string]bool{}}
+	go func() {
+		defer close(d.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-d.stop:
+				return
+			case <-tick.C:
+			}
+			var list jumpstarterv1alpha1.ExporterList
+			if err := w.c.List(w.ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				e := &list.Items[i]
+				in := &pool.Instance{Exporter: e}
+				if d.ready[e.Name] && !in.Ready() {
+					d.dips = append(d.dips, fmt.Sprintf("%s %s was ready and is not: %+v", time.Now().Format("15:04:05.000"), e.Name, e.Status.Conditions))
+				}
+				d.ready[e.Name] = in.Ready()
+			}
+			var got vtv1alpha1.ExporterSet
+			if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: set}, &got); err != nil || got.Status.AvailableReplicas >= floor {
+				continue
+			}
+			line := fmt.Sprintf("%s available %d:", time.Now().Format("15:04:05.000"), got.Status.AvailableReplicas)
+			for i := range list.Items {
+				e := &list.Items[i]
+				in := &pool.Instance{Exporter: e}
+				line += fmt.Sprintf(" %s(created=%s ready=%v enabled=%v leased=%v retiring=%q idle-since=%q", e.Name, e.CreationTimestamp.Format("15:04:05"), in.Ready(), in.Enabled(), in.Leased(),
+					e.Annotations[pool.AnnotationRetiring], e.Annotations[pool.AnnotationIdleSince])
+				if !in.Ready() {
+					for _, c := range e.Status.Conditions {
+						line += fmt.Sprintf(" %s=%s %s %q at %s", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.Format("15:04:05"))
+					}
+				}
+				line += ")"
+			}
+			d.dips = append(d.dips, line)
+		}
+	}()
+	return d
+}
+
+func (d *dipRecorder) finish() []string {
+	close(d.stop)
+	<-d.done
+	return d.dips
 }
