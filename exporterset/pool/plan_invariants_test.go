@@ -3,6 +3,7 @@ package pool_test
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,6 +103,24 @@ func checkPlanInvariants(t *testing.T, in pool.PlanInput, p pool.Plan) {
 	}
 	if a := p.IdleAged; a != nil && (a.Leased() || !a.Available(in.Problems)) {
 		t.Fatalf("rolls %s for its idle age, which is leased or not available", a.Name())
+	}
+	if a := p.IdleAged; a != nil && slices.Contains(p.Retire, a) {
+		// It goes only when the pool can spare it: the other available instances are at
+		// least the warm buffer (or the floor's unleased share). (A surplus or an excess
+		// over the ceiling retired in the same plan is one fewer for it: it counts as one
+		// of them.)
+		var busy, stay int32
+		for _, i := range in.Instances {
+			if i.Leased() && !i.Deleting() {
+				busy++
+			}
+			if i.Available(in.Problems) && i != a {
+				stay++
+			}
+		}
+		if level := max(in.MinAvailableReplicas, in.MinReplicas-busy); stay < level {
+			t.Fatalf("retires %s for its idle age leaving %d available, below %d\ninput: %+v", a.Name(), stay, level, in)
+		}
 	}
 	if len(p.UsedUp) > 0 && (in.Recycle != vtv1alpha1.RecycleInPlaceReuse || in.MaxUseCount == 0) {
 		t.Fatalf("retires %d instances for their use count under %s, max-use-count %d", len(p.UsedUp), in.Recycle, in.MaxUseCount)
