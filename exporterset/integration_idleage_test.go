@@ -38,7 +38,11 @@ func TestMaxIdleAgeReplacesIdleInstancesBySurge(t *testing.T) {
 	w.waitHealthy("pool", 3, 30*time.Second)
 	held := w.lease("held", "pool")
 	holder := w.waitAssigned(held)
-	w.waitHealthy("pool", 3, 30*time.Second) // the buffer refilled beside the lease
+	// The buffer refilled beside the lease: a status that does not count the lease yet is
+	// from before it, and its 3 available include the leased one.
+	w.waitStatus("pool", 30*time.Second, "3 available beside the held lease", func(s vtv1alpha1.ExporterSetStatus) bool {
+		return s.LeasedReplicas == 1 && s.AvailableReplicas >= 3
+	})
 
 	start := time.Now()
 	sampler := w.sampleAvailability("pool")
