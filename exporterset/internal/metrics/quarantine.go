@@ -22,6 +22,19 @@ func newQuarantineMetrics() quarantineMetrics {
 	}
 }
 
+// quarantineReasons are the reasons exporterset_quarantines_total is exported with from a
+// set's first pass: the exporter's two hook failures, and an exit with an error after a lease.
+var quarantineReasons = []string{"AfterLeaseHookFailed", "BeforeLeaseHookFailed", "ExitedAfterLease"}
+
+// initSeries exports the set's quarantine series at zero, so that they (and rate()) exist
+// before the first quarantine.
+func (q quarantineMetrics) initSeries(ns, name string) {
+	q.kept.WithLabelValues(ns, name)
+	for _, reason := range quarantineReasons {
+		q.total.WithLabelValues(ns, name, reason)
+	}
+}
+
 func (q quarantineMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{q.kept, q.total}
 }

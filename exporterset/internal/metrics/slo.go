@@ -136,6 +136,7 @@ func (m *Metrics) initSeries(ns, name string) {
 	for _, reason := range pool.RetirementReasons {
 		m.retirements.WithLabelValues(ns, name, string(reason))
 	}
+	m.quarantine.initSeries(ns, name)
 	m.slo.assignments.WithLabelValues(ns, name, startWarm)
 	m.slo.assignments.WithLabelValues(ns, name, startCold)
 	for _, h := range []*prometheus.HistogramVec{m.slo.leaseWait, m.slo.bookedDelay, m.slo.timeAvailable} {
