@@ -36,7 +36,7 @@ const RollByHooks = "hooks"
 
 // hookCatalogue lists the hook action and its weight.
 func (wk *Walk) hookCatalogue() []action {
-	return []action{{"give-hooks", 3, wk.giveHooks}}
+	return []action{{"give-hooks", 6, wk.giveHooks}}
 }
 
 // hookScript is one drawn script.
@@ -114,7 +114,7 @@ func (wk *Walk) giveHooks(ctx context.Context) (string, bool, error) {
 	// revision key that keeps a spec from returning to an earlier hash (the plugin refuses
 	// unknown keys).
 	onSet := p.provisioner != PluginProvisioner && wk.rng.Intn(2) == 0
-	d := time.Duration(5+wk.rng.Intn(20)) * time.Second
+	d := time.Duration(10+wk.rng.Intn(20)) * time.Second
 	if onSet {
 		if err := wk.setHooks(ctx, p, hooks); err != nil {
 			return "", false, err

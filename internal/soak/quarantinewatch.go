@@ -135,10 +135,12 @@ func (c *Checker) quarantineSeen(oldObj, newObj any) {
 	}
 	_, marked := n.Annotations[quarantinedKey]
 	badMark := o != nil && !markedBefore && marked && n.IsEnabled()
+	var notes []string
 	w := c.qw
 	w.mu.Lock()
 	if o != nil && !hookFailed(o) && hookFailed(n) {
 		w.hookFailures++
+		notes = append(notes, fmt.Sprintf("%s reports %s: %s", n.Name, n.Status.ExporterStatusValue, n.Status.StatusMessage))
 	}
 	x := w.exporters[n.Name]
 	if x == nil || x.uid != string(n.UID) {
@@ -152,14 +154,19 @@ func (c *Checker) quarantineSeen(oldObj, newObj any) {
 		if !markedBefore {
 			w.quarantines++
 		}
+		notes = append(notes, fmt.Sprintf("%s quarantined (%s) at resourceVersion %d", n.Name, mark, rv))
 	case !in && x.in:
 		x.in = false
 		x.spans[len(x.spans)-1].toRV = rv
 		if marked && n.IsEnabled() {
 			w.reenabled++
+			notes = append(notes, fmt.Sprintf("%s enabled again at resourceVersion %d: in service", n.Name, rv))
 		}
 	}
 	w.mu.Unlock()
+	for _, note := range notes {
+		c.history.Record(KindNote, "checker: %s", note)
+	}
 	if badMark {
 		c.Report(InvQuarantineEnabled, n.Name, "%s was marked quarantined (%s) but left enabled (resourceVersion %s -> %s): the set must disable in the write that marks",
 			n.Name, n.Annotations[quarantinedKey], o.ResourceVersion, n.ResourceVersion)
