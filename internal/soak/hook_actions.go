@@ -115,6 +115,7 @@ func (wk *Walk) giveHooks(ctx context.Context) (string, bool, error) {
 	// unknown keys).
 	onSet := p.provisioner != PluginProvisioner && wk.rng.Intn(2) == 0
 	d := time.Duration(10+wk.rng.Intn(20)) * time.Second
+	wk.leaseToRunHooks(p, time.Duration(1+wk.rng.Intn(3))*time.Second, time.Duration(2+wk.rng.Intn(4))*time.Second)
 	if onSet {
 		if err := wk.setHooks(ctx, p, hooks); err != nil {
 			return "", false, err
@@ -187,4 +188,25 @@ func (wk *Walk) setHooks(ctx context.Context, p *pool, hooks map[string]any) err
 		wk.rolledSet(ctx, p.set, RollByHooks, start)
 	}
 	return err
+}
+
+// leaseToRunHooks takes a short lease of p's set a moment after its hooks were given (and
+// were not taken away meanwhile), so that an instance built with them serves a lease and
+// runs them: the walk's other leases often wait while the set is being disrupted.
+func (wk *Walk) leaseToRunHooks(p *pool, after, duration time.Duration) {
+	wk.later(after, "take a short lease of set "+p.set+" to run its hooks", func(ctx context.Context) error {
+		if !wk.hooked[p.set] {
+			return nil // taken away (the quiesce): nothing to run
+		}
+		if full, err := wk.leasesFull(ctx, p.set); err != nil || full {
+			return err
+		}
+		wk.leaseSeq++
+		name := fmt.Sprintf("lease-%04d-%s", wk.leaseSeq, p.set)
+		if _, err := wk.w.sim.TakeLease(ctx, wk.w.ns, name, map[string]string{"board": p.set}, duration); err != nil {
+			return err
+		}
+		wk.w.history.Record(KindNote, "walk: %s for board=%s, duration %s, to run its hooks", name, p.set, duration)
+		return nil
+	})
 }
