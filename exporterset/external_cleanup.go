@@ -145,10 +145,13 @@ func (r *Reconciler) orphanRequest(ctx context.Context, e *jumpstarterv1alpha1.E
 	if ref := metav1.GetControllerOf(e); ref != nil {
 		set.UID = ref.UID
 	}
-	req, _, err := newRequest(set, &class, provisioner.Images{})
+	req, err := provisioner.NewRequest(set, &class, provisioner.Images{})
 	if err != nil {
 		return nil, nil, err
 	}
+	// The provisioner sees the parameters without hooks, as everywhere; hooks it never
+	// reads are not checked here, so that a bad one cannot hold up a cleanup.
+	withoutHooks(req)
 	creds, problem, err := r.credentials(ctx, e.Namespace, e.Namespace+"/"+setName, &class)
 	if err != nil {
 		return nil, nil, err

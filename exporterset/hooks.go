@@ -44,6 +44,13 @@ func newRequest(set *vtv1alpha1.ExporterSet, class *vtv1alpha1.VirtualTargetClas
 	return req, hooks, nil
 }
 
+// withoutHooks takes parameters.hooks out of req's parameters, unchecked.
+func withoutHooks(req *provisioner.Request) {
+	if rest, _, err := takeKey(req.Parameters, hooksParameter); err == nil {
+		req.Parameters = rest
+	}
+}
+
 // takeKey returns params without key, and key's value (nil when absent or null). params are
 // the merge package's canonical JSON; without the key they are returned as they are, so a
 // set without hooks keeps its spec hash. With it, the rest is encoded the same way (compact,

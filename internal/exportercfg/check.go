@@ -17,7 +17,8 @@ const PEMCertificateMarker = "-----BEGIN CERTIFICATE-----"
 // register, in a fixed order (type, metadata, endpoint, token, TLS, export, hooks), or nil. The
 // message names the field and quotes the value, so that it can stand alone in a container's
 // termination message. An empty export is allowed: upstream's exporter defaults it to no
-// drivers and runs (a set without drivers is valid).
+// drivers and runs (a set without drivers is valid). Hooks are judged as upstream's exporter
+// judges them, which is less than [Hooks.Check] refuses: see checkAsExporter.
 func (c *Config) Check() error {
 	switch {
 	case c.APIVersion != APIVersion:
@@ -43,7 +44,7 @@ func (c *Config) Check() error {
 			return fmt.Errorf("export[%q]: %w", name, err)
 		}
 	}
-	return c.Hooks.Check()
+	return c.Hooks.checkAsExporter()
 }
 
 // checkEndpoint wants host:port with a port number.

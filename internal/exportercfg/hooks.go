@@ -182,6 +182,35 @@ func (h *Hooks) Check() error {
 	return nil
 }
 
+// checkAsExporter refuses what upstream's exporter refuses to start with: a hook without a
+// script, an onFailure it does not know. It ignores unknown fields and takes any timeout, as
+// upstream's does, so that the simulated and stand-in exporters start (or not) where a real
+// one would; the controller never writes such hooks ([Hooks.Check]).
+func (h *Hooks) checkAsExporter() error {
+	if h == nil {
+		return nil
+	}
+	for _, x := range []struct {
+		name string
+		hook *Hook
+	}{{"beforeLease", h.BeforeLease}, {"afterLease", h.AfterLease}} {
+		if x.hook == nil {
+			continue
+		}
+		relaxed := *x.hook
+		relaxed.fields, relaxed.Timeout = nil, nil
+		for _, f := range x.hook.fields {
+			if f == "script" {
+				relaxed.fields = append(relaxed.fields, f)
+			}
+		}
+		if err := relaxed.check("hooks." + x.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (h *Hook) check(path string) error {
 	for _, f := range h.fields {
 		switch f {

@@ -75,10 +75,26 @@ func TestCheckBadHooks(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
-			if got := fmtErr(cfg.Check()); got != tc.want {
+			if got := fmtErr(cfg.Hooks.Check()); got != tc.want {
 				t.Errorf("Check = %q\nwant    %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// An exporter starts with what upstream's starts with: unknown fields and any timeout are
+// the controller's to refuse, a missing script and an unknown onFailure are refused by both.
+func TestLoadHooksAsUpstream(t *testing.T) {
+	for _, tc := range []struct{ hooks, want string }{
+		{"{beforeLeases: {script: x}, afterLease: {script: x, retries: 2, timeout: 0}}", ""},
+		{"{afterLease: {script: x, timeout: -1}}", ""},
+		{"{beforeLease: {timeout: 5}}", "hooks.beforeLease.script is missing: a hook needs a script"},
+		{"{afterLease: {script: x, onFailure: retry}}", `hooks.afterLease.onFailure is "retry": want warn, endLease, exit`},
+	} {
+		_, err := Load([]byte(good + "hooks: " + tc.hooks + "\n"))
+		if got := fmtErr(err); got != tc.want {
+			t.Errorf("Load with hooks %s = %q, want %q", tc.hooks, got, tc.want)
+		}
 	}
 }
 

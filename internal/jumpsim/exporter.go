@@ -66,6 +66,7 @@ func (s *Simulator) syncExporter(ctx context.Context, req reconcile.Request, fro
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if ex.DeletionTimestamp != nil {
+		s.hooks.forgetExporter(ex.UID)
 		return reconcile.Result{}, nil
 	}
 	credReady, credWait, err := s.ensureCredential(ctx, &ex)

@@ -95,12 +95,24 @@ func TestHooksSucceed(t *testing.T) {
   afterLease: {exec: /bin/bash, script: 'echo after $LEASE_NAME >> %[1]s', timeout: 5, onFailure: exit}
 `, ran))
 	lease(t, sim, ns, "l1")
-	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusLeaseReady, "Ready for commands")
+	leased := waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusLeaseReady, "Ready for commands")
 	release(t, sim, ns, "l1")
 	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusAvailable, "Available for new lease")
-	waitReports(t, sim, ns, "ex",
-		"BeforeLeaseHook: Running beforeLease hook", "LeaseReady: Ready for commands",
-		"AfterLeaseHook: Running afterLease hooks", "Available: Available for new lease")
+	want := []string{"BeforeLeaseHook: Running beforeLease hook", "LeaseReady: Ready for commands",
+		"AfterLeaseHook: Running afterLease hooks", "Available: Available for new lease"}
+	waitReports(t, sim, ns, "ex", want...)
+	// A look at the lease's end through a cache still showing the leaseRef changes nothing.
+	ctx := testCtx(t)
+	if err := sim.sched.clearLeaseRef(ctx, leased, "l1", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetOnline(ctx, ns, "ex"); err != nil { // presence writes what it now sees
+		t.Fatal(err)
+	}
+	if ex := getObj(t, leased.DeepCopy()); ex.Status.ExporterStatusValue != jsv1.ExporterStatusAvailable {
+		t.Errorf("after a stale look at the lease's end: %s %q", ex.Status.ExporterStatusValue, ex.Status.StatusMessage)
+	}
+	waitReports(t, sim, ns, "ex", want...)
 	if b, err := os.ReadFile(ran); err != nil || string(b) != "before l1\nafter l1\n" {
 		t.Errorf("the hooks wrote %q (%v)", b, err)
 	}
@@ -257,5 +269,25 @@ func TestAfterLeaseHookBeforeExitOnLeaseEnd(t *testing.T) {
 	}
 	if r := reports(sim, ns, "ex"); strings.Contains(strings.Join(r, "\n"), "Available") {
 		t.Errorf("an exiting exporter reported %v", r)
+	}
+}
+
+// A lease that ends while its beforeLease hook runs: no LeaseReady; the afterLease hook runs
+// once the beforeLease hook is done.
+func TestLeaseEndsDuringBeforeLeaseHook(t *testing.T) {
+	t.Parallel()
+	sim, ns := startSim(t)
+	ran := filepath.Join(t.TempDir(), "ran")
+	startHooked(t, sim, ns, "ex", false, fmt.Sprintf(`  beforeLease: {script: 'sleep 1; echo before >> %[1]s'}
+  afterLease: {script: 'echo after >> %[1]s'}
+`, ran))
+	lease(t, sim, ns, "l1")
+	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusBeforeLeaseHook, "Running beforeLease hook")
+	release(t, sim, ns, "l1")
+	waitStatus(t, sim, ns, "ex", jsv1.ExporterStatusAvailable, "Available for new lease")
+	waitReports(t, sim, ns, "ex", "BeforeLeaseHook: Running beforeLease hook",
+		"AfterLeaseHook: Running afterLease hooks", "Available: Available for new lease")
+	if b, err := os.ReadFile(ran); err != nil || string(b) != "before\nafter\n" {
+		t.Errorf("the hooks wrote %q (%v), want the beforeLease hook done before the afterLease hook", b, err)
 	}
 }

@@ -3,7 +3,6 @@ package jumpsim
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -342,37 +341,6 @@ func (k *kubelet) exitAfterLease(ctx context.Context, pod *corev1.Pod, l *jsv1.L
 			ex := &jsv1.Exporter{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name, UID: uid}}
 			k.s.poke(ctx, k.s.exporterPokes, ex)
 		}
-	}
-	return err
-}
-
-// exitAfterHook ends the exporter process of pod with exit code 1 after a lease hook failed
-// with onFailure exit: its container terminates (Error, the failure as its message) and the
-// Pod fails, or under restartPolicy Always the container restarts into a new process.
-func (k *kubelet) exitAfterHook(ctx context.Context, pod *corev1.Pod, message string) error {
-	src, _ := findConfigSource(pod)
-	exUID, exName, _ := controllerUID(pod, "Exporter")
-	if pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
-		wrote, err := k.setStatus(ctx, pod, func(p *corev1.Pod) corev1.PodStatus {
-			return configFailedStatus(p, src.container, message)
-		})
-		if wrote {
-			k.forgetPodState(pod.UID)
-			k.s.record("kubelet", ActionPodFailed, "Pod", pod.Namespace, pod.Name, "exporter exited with code 1: %s", strings.TrimSpace(message))
-		}
-		return err
-	}
-	wrote, err := k.s.writeStatus(ctx, pod, func() bool {
-		if pod.Status.Phase != corev1.PodRunning {
-			return false
-		}
-		pod.Status = exitedStatus(pod, src.container, 1, "Error", message, metav1.Now())
-		return true
-	})
-	if wrote {
-		k.s.hooks.drop(exUID, pod.UID, "") // the new process starts without the old one's hooks
-		k.s.record("kubelet", ActionPodRestarted, "Pod", pod.Namespace, pod.Name, "exporter exited with code 1: %s; restarted (restartPolicy Always)", strings.TrimSpace(message))
-		k.s.poke(ctx, k.s.exporterPokes, &jsv1.Exporter{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: exName, UID: exUID}})
 	}
 	return err
 }

@@ -308,13 +308,6 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	return changed, requeue
 }
 
-// hookExited reports whether ex's process exited (or is exiting) after a hook that failed
-// with onFailure exit.
-func hookExited(s *Simulator, ex *jsv1.Exporter) bool {
-	_, ok := s.hooks.exitReport(ex.UID)
-	return ok
-}
-
 // onlineStatusValue is the exporterStatus of an online Exporter: an override, else what
 // its process reports about its lease hooks (hooks.go), else LeaseReady while leased, AfterLeaseHook during the after-lease pause, else Available. It
 // also returns when the after-lease pause ends.

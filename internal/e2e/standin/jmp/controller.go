@@ -37,6 +37,8 @@ type session struct {
 	tlsErr error
 	// registered is set once Register succeeded, so that a stop unregisters.
 	registered bool
+	// hooks runs the config's lease hooks; nil without hooks.
+	hooks *hookWorker
 }
 
 // callCredentials go with every call: the token as a bearer, and which object it speaks for
@@ -151,6 +153,10 @@ func (s *session) connectOnce(ctx context.Context, lease *string, ended chan<- l
 		case st.GetLeased() && st.GetLeaseName() != *lease:
 			*lease = st.GetLeaseName()
 			log.Printf("lease %s assigned (client %s)", *lease, st.GetClientName())
+			if s.hooks != nil {
+				s.hooks.work <- leaseWork{lease: *lease, client: st.GetClientName()}
+				continue
+			}
 			if err := s.report(ctx, pb.ExporterStatus_EXPORTER_STATUS_LEASE_READY, "Ready for commands"); err != nil {
 				return fmt.Errorf("ReportStatus: %w", err)
 			}
@@ -158,6 +164,10 @@ func (s *session) connectOnce(ctx context.Context, lease *string, ended chan<- l
 			done := *lease
 			*lease = ""
 			log.Printf("lease %s ended", done)
+			if s.hooks != nil {
+				s.hooks.work <- leaseWork{lease: done, ended: true}
+				continue
+			}
 			if s.cfg.ExitOnLeaseEnd {
 				ended <- leaseEvent{ended: done}
 				<-ctx.Done()
@@ -199,6 +209,25 @@ func (s *session) report(ctx context.Context, st pb.ExporterStatus, msg string) 
 		log.Printf("reported %s: %s", st, msg)
 	}
 	return err
+}
+
+// unregister ends the registration after a hook made the exporter exit (it reported Offline
+// already), bounded like stop.
+func (s *session) unregister(reason string) {
+	if s.conn == nil {
+		return
+	}
+	defer s.conn.Close()
+	if !s.registered {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.ctrl.Unregister(ctx, &pb.UnregisterRequest{Reason: reason}); err != nil {
+		log.Printf("Unregister: %v", err)
+		return
+	}
+	log.Printf("unregistered: %s", reason)
 }
 
 // stop is the clean way out: report Offline and unregister (when the exporter ever

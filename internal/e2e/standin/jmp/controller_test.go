@@ -109,7 +109,11 @@ func (c *controller) Register(ctx context.Context, r *pb.RegisterRequest) (*pb.R
 }
 
 func (c *controller) ReportStatus(ctx context.Context, r *pb.ReportStatusRequest) (*pb.ReportStatusResponse, error) {
-	c.record(ctx, fmt.Sprintf("ReportStatus %s %q", r.Status, r.GetMessage()))
+	release := ""
+	if r.GetReleaseLease() {
+		release = " release"
+	}
+	c.record(ctx, fmt.Sprintf("ReportStatus %s %q%s", r.Status, r.GetMessage(), release))
 	return &pb.ReportStatusResponse{}, nil
 }
 

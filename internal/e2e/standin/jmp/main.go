@@ -6,7 +6,12 @@
 //	                                 tls.ca, the token as bearer): Register, ReportStatus,
 //	                                 the Status stream; a lease's end exits with
 //	                                 exitOnLeaseEnd, else it is available again; SIGTERM or
-//	                                 SIGINT reports Offline and unregisters
+//	                                 SIGINT reports Offline and unregisters. The config's
+//	                                 lease hooks run around each lease the Status stream
+//	                                 announces, reported as upstream's exporter reports
+//	                                 them (internal/leasehook); a hook failing with
+//	                                 onFailure exit ends it with Unregister and exit
+//	                                 status 1, the failure as its termination message
 //	jmp lease-ended [--pid N]        tell the exporter (PID 1 of its container) a lease ended,
 //	                                 for a simulated core (jumpsim), which never dials
 //

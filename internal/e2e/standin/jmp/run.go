@@ -61,6 +61,12 @@ func run(args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	ended := make(chan leaseEvent, 1)
 	served := make(chan struct{})
+	var hookExit chan string // nil without hooks: never ready
+	if !cfg.Hooks.Empty() && s.ctrl != nil {
+		s.hooks = newHookWorker(s, ended)
+		hookExit = s.hooks.exit
+		go s.hooks.run(ctx)
+	}
 	go func() { s.serve(ctx, ended); close(served) }()
 	// stop ends the session before the clean exit: Offline, then Unregister.
 	stop := func(reason string) int {
@@ -75,6 +81,12 @@ func run(args []string) int {
 		case e := <-ended:
 			log.Printf("lease %s ended, exitOnLeaseEnd: exiting", e.ended)
 			return stop("lease " + e.ended + " ended (exitOnLeaseEnd)")
+		case failure := <-hookExit:
+			// A hook failed with onFailure exit: it reported the failure and Offline.
+			cancel()
+			<-served
+			s.unregister(failure)
+			return fail("%s", failure)
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGUSR1:
