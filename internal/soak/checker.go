@@ -309,6 +309,7 @@ func (c *Checker) loop(ctx context.Context) {
 		}
 		c.judgeDeletions(time.Now())
 		c.judgeAssignments(time.Now(), false)
+		c.followHookFailures(ctx, time.Now())
 		for _, v := range c.cw.judge(time.Now(), c.opts.Recent) {
 			c.Report(v.Invariant, v.Object, "%s", v.Detail)
 		}

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
@@ -59,15 +61,29 @@ type qAssignment struct {
 	seen            time.Time
 }
 
+// qFailure is a failed lease hook an exporter reported.
+type qFailure struct {
+	name, uid, what string
+	seen            time.Time
+}
+
 // quarantineWatch is the quarantine invariant's memory.
 type quarantineWatch struct {
 	mu        sync.Mutex
 	exporters map[string]*qExporter // by Exporter name (names are generated, not reused)
 	pending   []qAssignment
+	failures  []qFailure // failed hooks to follow up (hookFollowUp)
 
 	// The summary's counts.
 	quarantines, reenabled, hookFailures, judged, raced int
+	// leftService and stayed count the failed hooks after which the instance was, or was
+	// not, out of service (quarantined, retiring, disabled, deleted) hookFollowUp later.
+	leftService, stayed int
 }
+
+// hookFollowUp is how long after a failed hook the checker looks whether its instance left
+// service (the bound: within 2 s).
+const hookFollowUp = 2 * time.Second
 
 func newQuarantineWatch() *quarantineWatch {
 	return &quarantineWatch{exporters: map[string]*qExporter{}}
@@ -140,7 +156,11 @@ func (c *Checker) quarantineSeen(oldObj, newObj any) {
 	w.mu.Lock()
 	if o != nil && !hookFailed(o) && hookFailed(n) {
 		w.hookFailures++
-		notes = append(notes, fmt.Sprintf("%s reports %s: %s", n.Name, n.Status.ExporterStatusValue, n.Status.StatusMessage))
+		what := fmt.Sprintf("%s reports %s: %s", n.Name, n.Status.ExporterStatusValue, n.Status.StatusMessage)
+		notes = append(notes, what)
+		if _, set := controllerUID(n, "ExporterSet"); set {
+			w.failures = append(w.failures, qFailure{name: n.Name, uid: string(n.UID), what: what, seen: now})
+		}
 	}
 	x := w.exporters[n.Name]
 	if x == nil || x.uid != string(n.UID) {
@@ -259,6 +279,44 @@ func (c *Checker) judgeAssignments(now time.Time, all bool) {
 	}
 }
 
+// followHookFailures looks, hookFollowUp after each failed hook, whether its instance has
+// left service. It is counted, not judged: the controller may have been down (restarted by
+// the walk) while the exporter reported, and its memory of the report is gone with it.
+func (c *Checker) followHookFailures(ctx context.Context, now time.Time) {
+	w := c.qw
+	w.mu.Lock()
+	var due []qFailure
+	rest := w.failures[:0]
+	for _, f := range w.failures {
+		if now.Sub(f.seen) >= hookFollowUp {
+			due = append(due, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	w.failures = rest
+	w.mu.Unlock()
+	for _, f := range due {
+		var e jumpstarterv1alpha1.Exporter
+		err := c.cache.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: f.name}, &e)
+		if err != nil && !apierrors.IsNotFound(err) {
+			continue
+		}
+		out := err != nil || string(e.UID) != f.uid || e.DeletionTimestamp != nil || !e.IsEnabled()
+		w.mu.Lock()
+		if out {
+			w.leftService++
+		} else {
+			w.stayed++
+		}
+		w.mu.Unlock()
+		if !out {
+			c.history.Record(KindNote, "checker: %s still in service %s after it reported a failed hook (%s); lease %s, status %s",
+				f.name, now.Sub(f.seen).Round(time.Millisecond), f.what, leaseOf(&e), e.Status.ExporterStatusValue)
+		}
+	}
+}
+
 // FlushQuarantine judges the assignments still pending: the run calls it after the settle.
 func (c *Checker) FlushQuarantine() { c.judgeAssignments(time.Now(), true) }
 
@@ -271,4 +329,13 @@ func (c *Checker) QuarantineStats() (quarantines, reenabled, hookFailures, judge
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.quarantines, w.reenabled, w.hookFailures, w.judged, w.raced
+}
+
+// HookFollowUps returns how many failed hooks were followed by their instance leaving
+// service within hookFollowUp, and how many were not.
+func (c *Checker) HookFollowUps() (left, stayed int) {
+	w := c.qw
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.leftService, w.stayed
 }

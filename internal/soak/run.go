@@ -80,6 +80,9 @@ type Result struct {
 	// AssignJudged the lease assignments the quarantine invariant judged, AssignRaced those
 	// written just after a quarantine, within the scheduler's cache race (quarantinewatch.go).
 	HookFailures, Quarantines, Reenabled, AssignJudged, AssignRaced int
+	// HookLeft and HookStayed count the failed hooks whose instance was, or was not, out of
+	// service 2 s later (counted, not judged: see Checker.followHookFailures).
+	HookLeft, HookStayed int
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -109,8 +112,8 @@ func (r *Result) Summary() string {
 // QuarantineSummary says how many lease hooks failed, how many instances were quarantined
 // and how many lease assignments the quarantine invariant judged.
 func (r *Result) QuarantineSummary() string {
-	return fmt.Sprintf("%d failed lease hooks reported, %d instances quarantined (%d enabled again by hand), %d lease assignments judged against the quarantine (%d within the scheduler's race grace)",
-		r.HookFailures, r.Quarantines, r.Reenabled, r.AssignJudged, r.AssignRaced)
+	return fmt.Sprintf("%d failed lease hooks reported (%d of their instances out of service 2s later, %d still in service), %d instances quarantined (%d enabled again by hand), %d lease assignments judged against the quarantine (%d within the scheduler's race grace)",
+		r.HookFailures, r.HookLeft, r.HookStayed, r.Quarantines, r.Reenabled, r.AssignJudged, r.AssignRaced)
 }
 
 // RollSummary says how many rolls the walk started and how many roll retirements the roll
@@ -272,6 +275,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Reported, res.AvailableJudged, res.WFFCLeased, res.ChurnWorst[0], res.ChurnWorst[1] = w.checker.FailureStats()
 	res.RollsStarted, res.RollsBy, res.RollsDone, res.RollJudged, res.RollSkipped = w.checker.RollStats()
 	res.Quarantines, res.Reenabled, res.HookFailures, res.AssignJudged, res.AssignRaced = w.checker.QuarantineStats()
+	res.HookLeft, res.HookStayed = w.checker.HookFollowUps()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)
