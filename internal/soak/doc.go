@@ -55,18 +55,23 @@
 // replacement is within the settle bound, the breaker needing three quarantines in a row).
 //
 // The [Checker] judges, on every watch event:
+//
 //   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
 //     ADDED event (or the update that makes it the set's) until its DELETED event (or its
 //     release), whatever its state, being deleted or retiring included, and one joining the
 //     set must not take it over the highest maxReplicas in effect within the last few
 //     seconds (ceilingwatch.go; judged 2 s later, as the set's watch may lag);
+//
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
+//
 //   - no Exporter is deleted unless it was retiring or its exporter had exited;
+//
 //   - a status saying Available=True for the set's generation agrees with the counters
 //     written beside it: availableReplicas >= minAvailableReplicas, readyReplicas >=
 //     minReplicas, and no failing instance when none is available (WaitForFirstConsumer:
 //     at least minAvailableReplicas instances, as the reconciler counts them);
+//
 //   - the availability floor during a roll (rollfloor.go; seen on the event that adds the
 //     retiring annotation, judged a second later): when the controller retires an
 //     available instance of an outdated spec hash, the available instances of either spec
