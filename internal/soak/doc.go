@@ -55,23 +55,18 @@
 // replacement is within the settle bound, the breaker needing three quarantines in a row).
 //
 // The [Checker] judges, on every watch event:
-//
 //   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
 //     ADDED event (or the update that makes it the set's) until its DELETED event (or its
 //     release), whatever its state, being deleted or retiring included, and one joining the
 //     set must not take it over the highest maxReplicas in effect within the last few
 //     seconds (ceilingwatch.go; judged 2 s later, as the set's watch may lag);
-//
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
-//
 //   - no Exporter is deleted unless it was retiring or its exporter had exited;
-//
 //   - a status saying Available=True for the set's generation agrees with the counters
 //     written beside it: availableReplicas >= minAvailableReplicas, readyReplicas >=
 //     minReplicas, and no failing instance when none is available (WaitForFirstConsumer:
 //     at least minAvailableReplicas instances, as the reconciler counts them);
-//
 //   - the availability floor during a roll (rollfloor.go; seen on the event that adds the
 //     retiring annotation, judged a second later): when the controller retires an
 //     available instance of an outdated spec hash, the available instances of either spec
@@ -82,7 +77,6 @@
 //     those of a pass that may not have seen the edit when a scale-down could explain them; the
 //     watches' skew is absorbed by counting an instance available (or leased) if it was so
 //     from a second before the controller's pass to a second after the observation;
-//
 //   - the quarantine (quarantinewatch.go): no Lease is assigned to an Exporter after the set
 //     quarantined it (marked and disabled, and not enabled again by a person, which puts it
 //     back in service), the order taken from resourceVersions (etcd's one counter), judged
