@@ -42,7 +42,7 @@ func viewOf(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) instanceView {
 		uid:         e.UID,
 		deleting:    e.DeletionTimestamp != nil,
 		retiring:    retiring,
-		quarantined: marked && !e.IsEnabled(),
+		quarantined: marked && !e.IsEnabled() && !retiring, // a retired one is on its way out
 		leased:      leaseOf(e) != "",
 		enabled:     e.IsEnabled(),
 	}

@@ -118,9 +118,12 @@ func rvOf(s string) (uint64, bool) {
 	return n, err == nil
 }
 
+// quarantinedNow is pool.Instance.Quarantined, read independently: marked, disabled and not
+// retiring (one retired with an old mark is on its way out, disabled all the same).
 func quarantinedNow(e *jumpstarterv1alpha1.Exporter) (string, bool) {
 	mark, ok := e.Annotations[quarantinedKey]
-	return mark, ok && !e.IsEnabled()
+	_, retiring := e.Annotations[retiringKey]
+	return mark, ok && !e.IsEnabled() && !retiring
 }
 
 func hookFailed(e *jumpstarterv1alpha1.Exporter) bool {
