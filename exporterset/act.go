@@ -62,7 +62,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	}()
 	for _, in := range plan.Retire {
 		done[in.Name()] = true
-		errs = append(errs, r.retire(ctx, p, in))
+		errs = append(errs, r.retire(ctx, p, in, plan.RetirementReason(in)))
 	}
 	for _, in := range obs.Strays {
 		if in.Deleting() || in.Leased() {
@@ -73,7 +73,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 			_, err := r.remove(ctx, p, in)
 			errs = append(errs, err)
 		} else {
-			errs = append(errs, r.retire(ctx, p, in))
+			errs = append(errs, r.retire(ctx, p, in, pool.RetiredRolled)) // the selector no longer selects it
 		}
 	}
 	// The decisions for the live instances are published before any Exporter is created:
@@ -101,6 +101,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 		res.createErr = err
 		errs = append(errs, err)
 	}
+
+	errs = append(errs, r.recordUses(ctx, p, live, obs.Leases)) // after the creates: they are what a pool waits for
 
 	var external []error
 	if extReq != nil {

@@ -63,7 +63,8 @@
 //	plan      pool/plan.go    PlanScale (pure; pool/roll.go,                -> Plan
 //	                          pool/deletion_order.go), pool.CreateRoom
 //	act       act.go          remove and retire (retire.go), publish the    -> actResult
-//	                          intents (intents.go), create, poke
+//	                          intents (intents.go), create, poke; record
+//	                          lease uses on the Exporters (usecount.go)
 //	status    conditions.go   four conditions, each a pure function of the results
 //	write     writestatus.go  one status write, only when it changed; problem events
 //

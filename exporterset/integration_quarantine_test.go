@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,8 @@ func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
 	// The hook fails after the lease "first" only (exit 1), so that the 20 leases after it
 	// can show where they land; every instance failing is the breaker's test.
 	w.hookClass(`test "$LEASE_NAME" != first`, "endLease")
-	w.controller(env.Config)
+	reg := prometheus.NewRegistry()
+	w.controller(env.Config, exporterset.WithMetrics(reg))
 	ceiling := w.watchCeiling("pool", 4)
 	w.set("pool", 0, 4, 2, reuseSet(ttl.String()))
 	w.waitStatus("pool", 30*time.Second, "2 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 2 })
@@ -187,6 +189,9 @@ func TestQuarantineFailedAfterLeaseHook(t *testing.T) {
 	})
 	w.waitStatus("pool", 10*time.Second, "buffer of 2 after the removal", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas >= 2 })
 	ceiling.check(t, 4, 3)
+	if got := retirements(t, reg, w.ns, "pool", string(pool.RetiredQuarantined)); got != 1 {
+		t.Errorf("exporterset_retirements_total{reason=quarantined} = %v after the removal, want 1", got)
+	}
 }
 
 // Three quarantines in a row open the circuit breaker: Degraded ReuseCheckFailing quoting

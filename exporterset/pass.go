@@ -36,6 +36,7 @@ type pass struct {
 	hooksCfg *exportercfg.Hooks             // parameters.hooks, nil for none (taken out of req)
 	hooks    string                         // hooksCfg as JSON, "" for none
 	selector labels.Selector
+	policy   reusePolicy // the set's reuse policy (reusepolicy.go)
 
 	events  *passEvents
 	requeue *soonest

@@ -53,7 +53,7 @@ type reuseCheck struct {
 // returns obs with the quarantined instances as patched (a copy; obs is not changed).
 func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) (reuseCheck, *observation, error) {
 	var rc reuseCheck
-	rc.policy, rc.problems = reusePolicyOf(p.set, p.class)
+	rc.policy = p.policy
 	key := keyOf(p.set)
 	s := r.memory.failures.setOrPut(key, func() *setFailures { return &setFailures{} })
 	var cases []quarantineCase

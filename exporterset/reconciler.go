@@ -186,6 +186,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if skip || err != nil {
 		return res, true, err
 	}
+	var policyProblems []policyProblem
+	p.policy, policyProblems = reusePolicyOf(set, p.class)
 
 	mark := r.memory.mark()
 	obs, err := r.observe(ctx, set, p.selector)
@@ -195,7 +197,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	r.memory.sweep(keyOf(set), obs.uids(), mark)
 	// Instances that failed their check leave service first (quarantine.go).
 	rc, obs, qErr := r.quarantine(ctx, p, obs)
-	r.surfacePolicyProblems(p, rc.problems)
+	rc.problems = policyProblems
+	r.surfacePolicyProblems(p, policyProblems)
 
 	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
 		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
@@ -320,6 +323,8 @@ func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInp
 		Demand:               int32(len(obs.WaitingLeases)),
 		Bookings:             obs.Bookings,
 		Now:                  p.now,
+		MaxUseCount:          p.policy.maxUseCount,
+		MaxIdleAge:           p.policy.maxIdleAge,
 	}
 	if s.MaxReplicas != nil {
 		in.MaxReplicas = *s.MaxReplicas

@@ -23,7 +23,8 @@ import (
 // it is still unleased. The patch carries the resourceVersion the decision was made on: if
 // a lease was assigned meanwhile, the patch conflicts and nothing happens. (The removal
 // itself waits for retireGrace, so it is a later pass's.)
-func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance) error {
+// why is counted in exporterset_retirements_total.
+func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance, why pool.RetirementReason) error {
 	e := in.Exporter
 	if e.Annotations[pool.AnnotationRetiring] == "" {
 		patched := e.DeepCopy()
@@ -47,6 +48,7 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance) err
 		}
 		p.events.add(eventRetiring, e.Name, patched)
 		r.metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
+		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
 	_, err := r.remove(ctx, p, in)
@@ -155,8 +157,17 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	if recycled {
 		p.events.add(eventRecycled, e.Name, e)
 		r.metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
+		why := pool.RetiredReleased
+		if in.Failed() {
+			why = pool.RetiredFailed // its exporter failed rather than exiting after a lease
+		}
+		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 	} else {
 		p.events.add(eventRetired, e.Name, e)
+		if in.Quarantined() && !in.Retiring() {
+			// Kept for inspection, now removed (PlanQuarantine): it never went through retire.
+			r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(pool.RetiredQuarantined))
+		}
 	}
 	return true, gone, err
 }

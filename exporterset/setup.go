@@ -99,7 +99,7 @@ const InstanceManagerSuffix = "-instance"
 const pokeBuffer = 1024
 
 // SetupWithManager registers the set reconciler and the instance reconciler (instancectl.go).
-// The set reconciler watches ExporterSets (spec changes),
+// The set reconciler watches ExporterSets (spec and annotation changes),
 // their Exporters, the Pods and Secrets labelled with a set, VirtualTargetClasses (mapped to
 // the sets naming them) and Leases (mapped to the sets whose instances they would match).
 // The manager's cache should be configured with CacheOptions, and the reconciler's client
@@ -139,7 +139,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
-		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Its annotations carry the reuse policy (reusepolicy.go): their change is a change of spec.
+		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(exporterChanged)).
 		Watches(&jumpstarterv1alpha1.Exporter{}, r.hookSightings()). // quarantine_watch.go
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).

@@ -45,6 +45,11 @@ type PlanInput struct {
 	// RemoveQuarantined are the quarantined instances to remove now (PlanQuarantine); the
 	// other quarantined ones are kept, counted against maxReplicas, not towards the buffer.
 	RemoveQuarantined []*Instance
+	// MaxUseCount retires an instance (InPlaceReuse) once unleased after that many leases
+	// (usecount.go); 0: no limit.
+	MaxUseCount int
+	// MaxIdleAge rolls an instance idle for longer, by surge (idleage.go); 0: never.
+	MaxIdleAge time.Duration
 }
 
 // Plan is what one reconcile should do to move the pool towards its spec.
@@ -102,6 +107,13 @@ type Plan struct {
 	// Create nor CreateAfterRemove makes, because Exporters on their way out or kept
 	// (quarantined, disabled by a person) fill the ceiling.
 	CeilingBlocked int32
+	// UsedUp are the instances among Retire that served MaxUseCount leases.
+	UsedUp []*Instance
+	// Rolled are the outdated instances among Retire that the roll retires (roll.go).
+	Rolled []*Instance
+	// IdleAged is the instance rolled for its idle age (idleage.go), nil for none: it is
+	// among Retire once its replacement is available.
+	IdleAged *Instance
 }
 
 // PlanScale decides what to create, retire, remove and (re)start. It is pure.
@@ -169,6 +181,10 @@ func PlanScale(in PlanInput) Plan {
 			p.Retire = append(p.Retire, i)
 			p.Replace = append(p.Replace, i)
 			continue
+		case !leased && in.Recycle == vtv1alpha1.RecycleInPlaceReuse && usedUp(i, in.MaxUseCount):
+			p.Retire = append(p.Retire, i) // served its last lease: retired as ExitAndReplace would
+			p.UsedUp = append(p.UsedUp, i)
+			continue
 		}
 		occupied++
 		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.Replaces(i)) {
@@ -190,13 +206,24 @@ func PlanScale(in PlanInput) Plan {
 		capped = in.MaxReplicas
 		p.Limited = true
 	}
-	live := busy + int32(len(warm)) + in.Expected
 	room := int32(1 << 30)
 	if in.MaxReplicas > 0 {
 		room = in.MaxReplicas - occupied - in.Expected
 	}
+	idle, idleWake := idleRoll(in, warm, busy, room, len(old) > 0 || retiring > 0 || len(due) > 0 || in.Now.Before(in.BackoffUntil))
+	if idle != nil {
+		warm = without(warm, []*Instance{idle}) // no longer counted warm: its replacement is made first
+		p.IdleAged = idle
+	}
+	live := busy + int32(len(warm)) + in.Expected
 	holding := retiring > 0 || in.Now.Before(in.BackoffUntil)
 	rolled := rollOutdated(in, old, warm, max(0, capped-live), room, busy, holding)
+	p.Rolled = rolled
+	if idle != nil {
+		// Without the at-ceiling step (need 0): an idle instance never leaves before its
+		// replacement is available, unless the pool can spare it.
+		rolled = append(rolled, rollOutdated(in, []*Instance{idle}, warm, 0, room, busy, true)...)
+	}
 	p.Retire = append(p.Retire, rolled...)
 	p.Outdated = int32(len(old))
 	occupied -= int32(len(rolled)) // on their way out: not an excess to retire below
@@ -268,6 +295,9 @@ func PlanScale(in PlanInput) Plan {
 	}
 	if wake > 0 && (p.RequeueAfter == 0 || wake < p.RequeueAfter) {
 		p.RequeueAfter = wake // the next booking falls due
+	}
+	if idleWake > 0 && (p.RequeueAfter == 0 || idleWake < p.RequeueAfter) {
+		p.RequeueAfter = idleWake // the next instance's idle age falls due
 	}
 	return p
 }

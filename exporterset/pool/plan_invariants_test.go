@@ -3,6 +3,7 @@ package pool_test
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,6 +72,22 @@ func randomInput(seed int64) pool.PlanInput {
 	pool.SortBookings(in.Bookings)
 	in.LeadTime = time.Duration(rng.Intn(60)) * time.Second
 	in.Others = int32(rng.Intn(3)) // strays, drawn last so earlier draws keep their meaning
+	// The reuse policy (idleage.go, usecount.go), after the others for the same reason. The
+	// fixtures' conditions have no transition time: every ready instance is overdue.
+	if rng.Intn(2) == 0 {
+		in.MaxIdleAge = 20 * time.Second
+	}
+	in.MaxUseCount = rng.Intn(3)
+	for _, i := range instances {
+		if n := rng.Intn(4); n > 0 {
+			if i.Exporter.Annotations == nil {
+				i.Exporter.Annotations = map[string]string{}
+			}
+			i.Exporter.Annotations[pool.AnnotationUseCount] = fmt.Sprint(n)
+			i.Exporter.Annotations[pool.AnnotationLastLease] = "l"
+			i.Exporter.Annotations[pool.AnnotationIdleSince] = fixture.Epoch.Format(time.RFC3339)
+		}
+	}
 	return in
 }
 
@@ -83,6 +100,30 @@ func checkPlanInvariants(t *testing.T, in pool.PlanInput, p pool.Plan) {
 		if i.Deleting() {
 			t.Fatalf("plan acts on deleting instance %s", i.Name())
 		}
+	}
+	if a := p.IdleAged; a != nil && (a.Leased() || !a.Available(in.Problems)) {
+		t.Fatalf("rolls %s for its idle age, which is leased or not available", a.Name())
+	}
+	if a := p.IdleAged; a != nil && slices.Contains(p.Retire, a) {
+		// It goes only when the pool can spare it: the other available instances are at
+		// least the warm buffer (or the floor's unleased share). (A surplus or an excess
+		// over the ceiling retired in the same plan is one fewer for it: it counts as one
+		// of them.)
+		var busy, stay int32
+		for _, i := range in.Instances {
+			if i.Leased() && !i.Deleting() {
+				busy++
+			}
+			if i.Available(in.Problems) && i != a {
+				stay++
+			}
+		}
+		if level := max(in.MinAvailableReplicas, in.MinReplicas-busy); stay < level {
+			t.Fatalf("retires %s for its idle age leaving %d available, below %d\ninput: %+v", a.Name(), stay, level, in)
+		}
+	}
+	if len(p.UsedUp) > 0 && (in.Recycle != vtv1alpha1.RecycleInPlaceReuse || in.MaxUseCount == 0) {
+		t.Fatalf("retires %d instances for their use count under %s, max-use-count %d", len(p.UsedUp), in.Recycle, in.MaxUseCount)
 	}
 	if p.Create < 0 {
 		t.Fatalf("negative create %d", p.Create)

@@ -12,6 +12,7 @@ import (
 type Metrics struct {
 	replicas, available, leased *prometheus.GaugeVec
 	created, retired, recycled  *prometheus.CounterVec
+	retirements                 *prometheus.CounterVec
 	replacement                 prometheus.Histogram
 	failures                    *prometheus.CounterVec
 	backingOff                  *prometheus.GaugeVec
@@ -40,8 +41,12 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_available_replicas", Help: "Ready, enabled and unleased exporters (the warm pool)."}, labels),
 		leased:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_leased_replicas", Help: "Exporters holding a lease."}, labels),
 		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_created_total", Help: "Instances created."}, labels),
-		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired by scale-down or rolling."}, labels),
+		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired (disabled to be removed); by reason in exporterset_retirements_total."}, labels),
 		recycled:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_recycled_total", Help: "Instances removed after their exporter exited at lease end."}, labels),
+		retirements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "exporterset_retirements_total",
+			Help: "Instances retired or removed, by reason: released, rolled, scaled-down, quarantined, max-use, idle-age, failed.",
+		}, append(labels, "reason")),
 		replacement: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "exporterset_lease_release_to_available_seconds",
 			Help:    "Time from a lease release to the pool having one more available instance.",
@@ -57,7 +62,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		start:      start.Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
-		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.replacement, m.failures, m.backingOff)
+		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
 		reg.MustRegister(m.slo.collectors()...)
 		reg.MustRegister(m.quarantine.collectors()...)
 	}
@@ -131,6 +136,14 @@ func (m *Metrics) CountRecycled(ns, name string, n int) {
 	}
 }
 
+// CountRetirement counts one instance retired (or removed) for reason, one of
+// pool.RetirementReasons (nil-safe).
+func (m *Metrics) CountRetirement(ns, name, reason string) {
+	if m != nil {
+		m.retirements.WithLabelValues(ns, name, reason).Inc()
+	}
+}
+
 // Forget drops a deleted set's series; its bookkeeping goes with its record in memory.
 func (m *Metrics) Forget(ns, name string) {
 	if m == nil {
@@ -143,6 +156,7 @@ func (m *Metrics) Forget(ns, name string) {
 		c.DeleteLabelValues(ns, name)
 	}
 	m.failures.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
+	m.retirements.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.forgetSLO(ns, name)
 	m.forgetQuarantine(ns, name)
 }

@@ -133,6 +133,9 @@ func (m *Metrics) initSeries(ns, name string) {
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
 		c.WithLabelValues(ns, name)
 	}
+	for _, reason := range pool.RetirementReasons {
+		m.retirements.WithLabelValues(ns, name, string(reason))
+	}
 	m.slo.assignments.WithLabelValues(ns, name, startWarm)
 	m.slo.assignments.WithLabelValues(ns, name, startCold)
 	for _, h := range []*prometheus.HistogramVec{m.slo.leaseWait, m.slo.bookedDelay, m.slo.timeAvailable} {
