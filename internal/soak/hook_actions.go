@@ -34,9 +34,46 @@ import (
 // RollByHooks counts the rolls a hooks edit started.
 const RollByHooks = "hooks"
 
-// hookCatalogue lists the hook action and its weight.
+// hookCatalogue lists the hook and idle-age actions and their weights.
 func (wk *Walk) hookCatalogue() []action {
-	return []action{{"give-hooks", 6, wk.giveHooks}}
+	return []action{{"give-hooks", 6, wk.giveHooks}, {"idle-age", 3, wk.idleAge}}
+}
+
+// idleAge gives a set a max-idle-age of 5 to 25 s (annotation) for 15 to 40 s, so that its
+// idle instances are replaced by surge during the walk under everything else it does; a
+// deferred step takes it away again (the quiesce at the latest), so the settle judges a pool
+// that is not being rolled by age.
+func (wk *Walk) idleAge(ctx context.Context) (string, bool, error) {
+	p := wk.pickPool()
+	if wk.idleAged[p.set] {
+		return "", true, nil
+	}
+	age := time.Duration(5+wk.rng.Intn(21)) * time.Second
+	d := time.Duration(15+wk.rng.Intn(26)) * time.Second
+	setAge := func(value string) func(*vtv1alpha1.ExporterSet) {
+		return func(s *vtv1alpha1.ExporterSet) {
+			if value == "" {
+				delete(s.Annotations, exporterset.AnnotationMaxIdleAge)
+				return
+			}
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[exporterset.AnnotationMaxIdleAge] = value
+		}
+	}
+	if err := wk.updateSet(ctx, p.set, setAge(age.String())); err != nil {
+		return "", false, err
+	}
+	wk.idleAged[p.set] = true
+	wk.later(d, "take the max-idle-age of set "+p.set+" away", func(ctx context.Context) error {
+		if err := wk.updateSet(ctx, p.set, setAge("")); err != nil {
+			return err
+		}
+		delete(wk.idleAged, p.set)
+		return nil
+	})
+	return fmt.Sprintf("set %s: max-idle-age %s for %s", p.set, age, d), false, nil
 }
 
 // hookScript is one drawn script.

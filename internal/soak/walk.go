@@ -37,6 +37,7 @@ type Walk struct {
 	broken   map[string]bool                           // classes given invalid parameters
 	deleted  map[string]*vtv1alpha1.VirtualTargetClass // classes to re-create, by name
 	hooked   map[string]bool                           // sets whose (class's) hooks the walk has yet to take away
+	idleAged map[string]bool                           // sets whose max-idle-age the walk has yet to take away
 	deferred []deferredStep
 	f        *failureState // the simulator faults in force (failure_actions.go)
 }
@@ -51,14 +52,15 @@ type deferredStep struct {
 // newWalk builds the walk of w from seed.
 func newWalk(seed int64, w *world) *Walk {
 	wk := &Walk{
-		rng:     rand.New(rand.NewSource(seed)),
-		w:       w,
-		counts:  map[string]int{},
-		offline: map[string]bool{},
-		broken:  map[string]bool{},
-		deleted: map[string]*vtv1alpha1.VirtualTargetClass{},
-		hooked:  map[string]bool{},
-		f:       newFailureState(),
+		rng:      rand.New(rand.NewSource(seed)),
+		w:        w,
+		counts:   map[string]int{},
+		offline:  map[string]bool{},
+		broken:   map[string]bool{},
+		deleted:  map[string]*vtv1alpha1.VirtualTargetClass{},
+		hooked:   map[string]bool{},
+		idleAged: map[string]bool{},
+		f:        newFailureState(),
 	}
 	wk.actions = append(append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...), wk.hookCatalogue()...)
 	for _, a := range wk.actions {
