@@ -283,7 +283,8 @@ func (c *Checker) judgeAssignments(now time.Time, all bool) {
 }
 
 // followHookFailures looks, hookFollowUp after each failed hook, whether its instance has
-// left service. It is counted, not judged: the controller may have been down (restarted by
+// left service: quarantined since (a person may have enabled it again meanwhile), or now
+// disabled, deleted or gone. It is counted, not judged: the controller may have been down (restarted by
 // the walk) while the exporter reported, and its memory of the report is gone with it.
 func (c *Checker) followHookFailures(ctx context.Context, now time.Time) {
 	w := c.qw
@@ -307,6 +308,12 @@ func (c *Checker) followHookFailures(ctx context.Context, now time.Time) {
 		}
 		out := err != nil || string(e.UID) != f.uid || e.DeletionTimestamp != nil || !e.IsEnabled()
 		w.mu.Lock()
+		if x := w.exporters[f.name]; x != nil && x.uid == f.uid {
+			for _, sp := range x.spans {
+				// Quarantined after the report (then perhaps enabled again by the walk).
+				out = out || !sp.from.Before(f.seen.Add(-time.Second))
+			}
+		}
 		if out {
 			w.leftService++
 		} else {
