@@ -53,6 +53,8 @@
 // replacement is held back during the settle (an instance still leased then keeps its old
 // hooks; its lease may end, fail the check and be quarantined during the settle: its
 // replacement is within the settle bound, the breaker needing three quarantines in a row).
+// It also gives a set a max-idle-age of 5-25 s for 15-40 s (idle-age), taken away the same
+// way, so that idle instances are replaced by surge under the rest of the walk.
 //
 // The [Checker] judges, on every watch event:
 //   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
