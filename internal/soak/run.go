@@ -112,7 +112,7 @@ func (r *Result) Summary() string {
 // QuarantineSummary says how many lease hooks failed, how many instances were quarantined
 // and how many lease assignments the quarantine invariant judged.
 func (r *Result) QuarantineSummary() string {
-	return fmt.Sprintf("%d failed lease hooks reported (%d of their instances out of service 2s later, %d still in service), %d instances quarantined (%d enabled again by hand), %d lease assignments judged against the quarantine (%d within the scheduler's race grace)",
+	return fmt.Sprintf("%d failed lease hooks reported (%d of their instances out of service 2s later, %d still in service), %d quarantines (%d times a quarantined instance was enabled again by hand), %d lease assignments judged against the quarantine (%d within the scheduler's race grace)",
 		r.HookFailures, r.HookLeft, r.HookStayed, r.Quarantines, r.Reenabled, r.AssignJudged, r.AssignRaced)
 }
 
