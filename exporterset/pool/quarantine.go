@@ -21,10 +21,12 @@ func QuarantineMark(reason string, at time.Time) string {
 }
 
 // Quarantined reports whether the set has quarantined the instance: marked and disabled.
-// One a person enabled again is back in service, whatever its mark says.
+// One a person enabled again is back in service, whatever its mark says; and one the set
+// retired since (its old mark left on it) is on its way out, to be removed as retired, not
+// kept for inspection (the soak found it kept, stuck, after a person's enable and a retire).
 func (i *Instance) Quarantined() bool {
 	_, ok := i.Exporter.Annotations[AnnotationQuarantined]
-	return ok && !i.Enabled()
+	return ok && !i.Enabled() && !i.Retiring()
 }
 
 // QuarantinedAt is when the instance was quarantined, read from its annotation; the zero

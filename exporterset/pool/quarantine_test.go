@@ -33,6 +33,15 @@ func TestInstanceQuarantine(t *testing.T) {
 	if back.Quarantined() || back.DisabledByPerson() {
 		t.Fatalf("re-enabled instance: quarantined=%t disabledByPerson=%t", back.Quarantined(), back.DisabledByPerson())
 	}
+	// Enabled again by a person, then retired by the set: its old mark does not keep it.
+	retired := quarantined("r", time.Minute)
+	retired.Exporter.Annotations[pool.AnnotationRetiring] = fixture.Epoch.Format(time.RFC3339)
+	if retired.Quarantined() || !retired.Retiring() {
+		t.Fatalf("retired instance with an old mark: quarantined=%t retiring=%t", retired.Quarantined(), retired.Retiring())
+	}
+	if got := summarize(pool.PlanScale(input(0, 3, 1, retired, fixture.Instance("a", fixture.Ready)))); fmt.Sprint(got.Remove) != "[r]" {
+		t.Fatalf("plan %+v: want the retired instance with an old mark removed", got)
+	}
 	hand := fixture.Instance("h", fixture.Disabled)
 	hand.Exporter.Annotations = map[string]string{pool.AnnotationQuarantined: "by hand"}
 	if !hand.QuarantinedAt().IsZero() {

@@ -82,9 +82,11 @@ func bookingProblems(leases []jumpstarterv1alpha1.Lease, sets []vtv1alpha1.Expor
 		if set == nil {
 			continue // no pool for it: Unsatisfiable is the Jumpstarter controller's business
 		}
+		// Hand-disabled instances hold their places; quarantined ones do not: the set
+		// removes them when the ceiling blocks a replacement that a waiting lease needs.
 		var handDisabled int32
 		for _, e := range ownedBy(exporters, set.UID) {
-			if v := viewOf(e, nil); v.handDisabled() {
+			if v := viewOf(e, nil); v.handDisabled() && !v.quarantined {
 				handDisabled++
 			}
 		}

@@ -65,9 +65,10 @@ type Checker struct {
 
 	remotes func() []fakeprov.Remote // the external fake's remote side (final_remote.go)
 
-	cw *ceilingWatch // the watched ceiling's memory (ceilingwatch.go)
-	fw *failureWatch // the failure invariants' memory (failwatch.go)
-	rw *rollWatch    // the roll floor's memory (rollwatch.go)
+	cw *ceilingWatch    // the watched ceiling's memory (ceilingwatch.go)
+	fw *failureWatch    // the failure invariants' memory (failwatch.go)
+	rw *rollWatch       // the roll floor's memory (rollwatch.go)
+	qw *quarantineWatch // the quarantine invariant's memory (quarantinewatch.go)
 }
 
 // podSighting says when an Exporter's Pods were last seen running or pending, and when last
@@ -78,7 +79,7 @@ type pendingDeletion struct {
 	at       time.Time
 	name     string
 	uid      types.UID
-	retiring bool
+	retiring bool // retiring or quarantined: removed on purpose
 }
 
 // NewChecker returns a Checker for namespace ns. Start it before the walk.
@@ -103,6 +104,7 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		cw:       newCeilingWatch(),
 		fw:       newFailureWatch(),
 		rw:       newRollWatch(),
+		qw:       newQuarantineWatch(),
 	}, nil
 }
 
@@ -141,6 +143,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.watchRolls(ctx); err != nil {
+		return err
+	}
+	if err := c.watchQuarantine(ctx); err != nil {
 		return err
 	}
 	go func() { _ = c.cache.Start(ctx) }()
@@ -237,9 +242,11 @@ func (c *Checker) exporterDeleted(ctx context.Context, obj any) {
 		c.Report(InvLeasedDeleted, e.Name, "%s was deleted while lease %s held it (last resourceVersion %s)", e.Name, l, e.ResourceVersion)
 	}
 	c.checkLeasesOf(ctx, e)
-	_, retiring := e.Annotations[retiringKey]
+	// A quarantined instance (marked and disabled) is removed by the quarantine's rules (its
+	// TTL, the max-quarantined cap, a waiting lease at the ceiling) without retiring first.
+	v := viewOf(e, nil)
 	c.mu.Lock()
-	c.pending = append(c.pending, pendingDeletion{at: time.Now(), name: e.Name, uid: e.UID, retiring: retiring})
+	c.pending = append(c.pending, pendingDeletion{at: time.Now(), name: e.Name, uid: e.UID, retiring: v.retiring || v.quarantined})
 	c.mu.Unlock()
 }
 
@@ -301,6 +308,8 @@ func (c *Checker) loop(ctx context.Context) {
 		case <-t.C:
 		}
 		c.judgeDeletions(time.Now())
+		c.judgeAssignments(time.Now(), false)
+		c.followHookFailures(ctx, time.Now())
 		for _, v := range c.cw.judge(time.Now(), c.opts.Recent) {
 			c.Report(v.Invariant, v.Object, "%s", v.Detail)
 		}
@@ -341,7 +350,7 @@ func (c *Checker) judgeDeletions(now time.Time) {
 		s := sightings[d.uid]
 		exited := !s.terminal.IsZero() && !s.terminal.Before(s.active)
 		if !d.retiring && !exited {
-			c.Report(InvDeletedUnretired, d.name, "%s was deleted although it was neither retiring nor exited (pods last active %s, last completed %s)",
+			c.Report(InvDeletedUnretired, d.name, "%s was deleted although it was neither retiring, quarantined nor exited (pods last active %s, last completed %s)",
 				d.name, fmtTime(s.active), fmtTime(s.terminal))
 		}
 	}

@@ -22,10 +22,13 @@ var (
 )
 
 // instanceProblem returns the failure reason of an instance, "" when none: instances on
-// their way out (deleting, retiring) have none, as they no longer count; otherwise it is
-// read from the newest Pod not being deleted.
+// their way out (deleting, retiring) have none, as they no longer count, nor have
+// quarantined ones (marked and disabled), kept for inspection: an exit there is why they were
+// quarantined (onFailure exit), not a failure of the pool; otherwise it is read from the
+// newest Pod not being deleted.
 func instanceProblem(in *expool.Instance) vtv1alpha1.ConditionReason {
-	if in.Deleting() || in.Retiring() {
+	_, marked := in.Exporter.Annotations[quarantinedKey]
+	if in.Deleting() || in.Retiring() || marked && !in.Exporter.IsEnabled() {
 		return ""
 	}
 	var cur *corev1.Pod

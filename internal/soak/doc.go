@@ -42,6 +42,20 @@
 // way until no instance of an outdated hash is left. The summary counts the rolls started
 // and the roll retirements judged.
 //
+// It gives classes and sets lease hooks (hook_actions.go): an afterLease hook, now and then a
+// beforeLease one too, whose script jumpsim runs for real with /bin/sh: it passes, always
+// fails, times out, or fails for some leases only (by the digits of the lease's number in
+// LEASE_NAME), with onFailure drawn from endLease, exit and warn; sometimes a short
+// quarantine-ttl and a max-quarantined of 0 to 2 on the set. A short lease of the set follows
+// a moment later, so that an instance built with the hooks runs them. The hooks are taken
+// away after 10-30 s by a deferred step, which the quiesce runs too: the walk ends with no
+// failing check, and the change of the set or class resets the circuit breaker, so no
+// replacement is held back during the settle (an instance still leased then keeps its old
+// hooks; its lease may end, fail the check and be quarantined during the settle: its
+// replacement is within the settle bound, the breaker needing three quarantines in a row).
+// It also gives a set a max-idle-age of 5-25 s for 15-40 s (idle-age), taken away the same
+// way, so that idle instances are replaced by surge under the rest of the walk.
+//
 // The [Checker] judges, on every watch event:
 //   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
 //     ADDED event (or the update that makes it the set's) until its DELETED event (or its
@@ -65,6 +79,14 @@
 //     those of a pass that may not have seen the edit when a scale-down could explain them; the
 //     watches' skew is absorbed by counting an instance available (or leased) if it was so
 //     from a second before the controller's pass to a second after the observation;
+//   - the quarantine (quarantinewatch.go): no Lease is assigned to an Exporter after the set
+//     quarantined it (marked and disabled, and not enabled again by a person, which puts it
+//     back in service), the order taken from resourceVersions (etcd's one counter), judged
+//     2 s after the assignment is seen; an assignment written within 2 s of the quarantine
+//     (as the checker saw both) is the lease scheduler's stale cache and is counted as raced,
+//     not reported; and the set disables in the write that marks. The failed hooks the
+//     exporters report are followed: whether the instance is out of service 2 s later is
+//     counted (not judged: a controller restarted by the walk forgets a report);
 //
 // and a few times a second:
 //   - the instances not being recycled never exceed maxReplicas for long (beyond leased or
@@ -81,7 +103,9 @@
 //
 // After the walk every fault is turned off (the simulator's failures included) and, within a
 // bounded time, the status of every set must equal a recomputation from the objects, the
-// warm buffer and the floor must be met where the ceiling allows, nothing may still be recycling, and no Pod, Secret or Exporter
+// warm buffer and the floor must be met where the ceiling allows (quarantined instances
+// occupy the ceiling and count towards neither; they may be deleted without retiring, and an
+// exited one is kept, not recycled), nothing may still be recycling, and no Pod, Secret or Exporter
 // may be orphaned, and no remote resource of the external fake may lack its Exporter (same
 // name and UID) nor a recorded Exporter its remote resource ([Checker.Final]). The walk also
 // books leases ahead (bookings.go); the final state waits for every booking to begin, and

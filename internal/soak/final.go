@@ -28,8 +28,9 @@ import (
 //   - no unleased instance is still being recycled (retiring or exited);
 //   - it is not above maxReplicas, except by leased or hand-disabled instances;
 //   - its warm buffer holds minAvailableReplicas where the ceiling allows, that is up to
-//     maxReplicas minus the leased and hand-disabled instances: available (ready, enabled,
-//     unleased) ones under Immediate binding, idle enabled ones under WaitForFirstConsumer;
+//     maxReplicas minus the leased, hand-disabled and quarantined instances (kept for
+//     inspection, they occupy the ceiling): available (ready, enabled, unleased) ones
+//     under Immediate binding, idle enabled ones under WaitForFirstConsumer;
 //   - every booked lease that has begun is assigned where the set's ceiling allows
 //     (bookings.go).
 //
@@ -96,7 +97,9 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	// stuck instances occupy the ceiling but cannot serve as the warm buffer: leased ones
 	// (also those whose retirement a lease raced, or whose exporter exited during the lease)
 	// until the lease ends, hand-disabled ones until a person enables them.
-	var live, warm, stuck, total, occupying int32
+	// Quarantined instances (not leased) occupy the ceiling too, kept for inspection until
+	// their TTL or the max-quarantined cap removes them, and never count as warm.
+	var live, warm, stuck, quarantined, total, occupying int32
 	var pool []string
 	for _, e := range ownedBy(exporters, set.UID) {
 		v := viewOf(e, byOwner[e.UID])
@@ -107,12 +110,14 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 			bad("instance %s is still being recycled (deleting=%v retiring=%v exited=%v)", v.name, v.deleting, v.retiring, v.terminal)
 		}
 		isStuck := v.leased || (v.handDisabled() && !rec)
-		if isStuck {
+		if isStuck && v.quarantined && !v.leased {
+			quarantined++
+		} else if isStuck {
 			stuck++
 		}
-		if rec {
-			if v.leased {
-				occupying++ // holds its place under the ceiling until the lease ends
+		if rec || v.quarantined {
+			if rec && v.leased || v.quarantined {
+				occupying++ // holds its place under the ceiling until the lease ends, or kept
 			}
 			continue
 		}
@@ -127,29 +132,30 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 		maxR = *set.Spec.MaxReplicas
 	}
 	// The floor holds where the ceiling allows: a leased instance being retired or recycled
-	// keeps its place under maxReplicas until its lease ends, and no replacement may exceed it.
+	// keeps its place under maxReplicas until its lease ends, a quarantined one until the
+	// quarantine's rules remove it, and no replacement may exceed it.
 	floor := set.Spec.MinReplicas
 	if maxR > 0 {
 		floor = min(floor, max(0, maxR-occupying))
 	}
 	if live < floor || total < set.Spec.MinReplicas && (maxR == 0 || total < maxR) {
-		bad("%d live instances (%d in all), minReplicas %d, maxReplicas %d, %d leased ones being replaced [%s]", live, total, set.Spec.MinReplicas, maxR, occupying, instances)
+		bad("%d live instances (%d in all), minReplicas %d, maxReplicas %d, %d leased ones being replaced or quarantined ones kept [%s]", live, total, set.Spec.MinReplicas, maxR, occupying, instances)
 	}
 	buffer := set.Spec.MinAvailableReplicas
 	if maxR > 0 {
-		if total > max(maxR, stuck) {
-			bad("%d instances, maxReplicas %d (%d leased or disabled by hand) [%s]", total, maxR, stuck, instances)
+		if total > max(maxR, stuck+quarantined) {
+			bad("%d instances, maxReplicas %d (%d leased or disabled by hand, %d quarantined) [%s]", total, maxR, stuck, quarantined, instances)
 		}
-		buffer = min(buffer, max(0, maxR-stuck))
+		buffer = min(buffer, max(0, maxR-stuck-quarantined))
 	}
 	if binding == vtv1alpha1.BindingWaitForFirstConsumer {
 		if warm < buffer {
-			bad("%d idle instances (WaitForFirstConsumer), want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand) [%s]",
-				warm, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, instances)
+			bad("%d idle instances (WaitForFirstConsumer), want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand, %d quarantined) [%s]",
+				warm, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, quarantined, instances)
 		}
 	} else if want.AvailableReplicas < buffer {
-		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand) [%s]",
-			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, instances)
+		bad("%d available instances, want %d (minAvailableReplicas %d, maxReplicas %d, %d leased or disabled by hand, %d quarantined) [%s]",
+			want.AvailableReplicas, buffer, set.Spec.MinAvailableReplicas, maxR, stuck, quarantined, instances)
 	}
 	if len(problems) > 0 {
 		problems = append(problems, fmt.Sprintf("set %s: detail: %s", set.Name, detail(set, ownedBy(exporters, set.UID), byOwner)))

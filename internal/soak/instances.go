@@ -13,6 +13,10 @@ import (
 // retiringKey is the annotation the reconciler puts on an Exporter it disables to retire.
 const retiringKey = expool.AnnotationRetiring
 
+// quarantinedKey is the annotation the reconciler puts on an Exporter it quarantines (with
+// spec.enabled=false in the same write).
+const quarantinedKey = expool.AnnotationQuarantined
+
 // instanceView is what the ceiling invariants need to know about one Exporter of a set. It
 // is computed by the checker from its own cache, independently of the reconciler's code, so
 // a bug in the reconciler's classification cannot hide itself.
@@ -21,20 +25,26 @@ type instanceView struct {
 	uid      types.UID
 	deleting bool
 	retiring bool // the reconciler's retiring annotation: disabled by the set to be removed
-	leased   bool
-	enabled  bool
-	terminal bool // every Pod not being deleted has completed, and there is at least one
+	// quarantined: the reconciler's quarantine mark on a disabled Exporter (one a person
+	// enabled again is in service, whatever its mark says): kept for inspection, never
+	// retired or recycled, counted against maxReplicas and not towards the warm buffer.
+	quarantined bool
+	leased      bool
+	enabled     bool
+	terminal    bool // every Pod not being deleted has completed, and there is at least one
 }
 
 func viewOf(e *jumpstarterv1alpha1.Exporter, pods []*corev1.Pod) instanceView {
 	_, retiring := e.Annotations[retiringKey]
+	_, marked := e.Annotations[quarantinedKey]
 	v := instanceView{
-		name:     e.Name,
-		uid:      e.UID,
-		deleting: e.DeletionTimestamp != nil,
-		retiring: retiring,
-		leased:   leaseOf(e) != "",
-		enabled:  e.IsEnabled(),
+		name:        e.Name,
+		uid:         e.UID,
+		deleting:    e.DeletionTimestamp != nil,
+		retiring:    retiring,
+		quarantined: marked && !e.IsEnabled() && !retiring, // a retired one is on its way out
+		leased:      leaseOf(e) != "",
+		enabled:     e.IsEnabled(),
 	}
 	live := 0
 	v.terminal = true
@@ -57,7 +67,7 @@ func (v instanceView) String() string {
 	for _, t := range []struct {
 		on   bool
 		word string
-	}{{v.deleting, "deleting"}, {v.retiring, "retiring"}, {v.leased, "leased"}, {!v.enabled, "disabled"}, {v.terminal, "exited"}} {
+	}{{v.deleting, "deleting"}, {v.retiring, "retiring"}, {v.quarantined, "quarantined"}, {v.leased, "leased"}, {!v.enabled, "disabled"}, {v.terminal, "exited"}} {
 		if t.on {
 			out += " " + t.word
 		}
@@ -66,14 +76,17 @@ func (v instanceView) String() string {
 }
 
 // handDisabled is an Exporter a person disabled (spec.enabled=false without the retiring
-// annotation): the set must leave it alone, and it counts towards the ceiling.
+// annotation) or the set quarantined: the set must leave it alone (a quarantined one goes
+// only by the quarantine's own rules), and it counts towards the ceiling.
 func (v instanceView) handDisabled() bool { return !v.enabled && !v.retiring }
 
 // recycling is an instance on its way out: being deleted, retiring, or (ExitAndReplace) whose
 // exporter exited after its lease. Its replacement may already exist, so for a moment the
-// set may have more instances than maxReplicas.
+// set may have more instances than maxReplicas. A quarantined instance whose exporter exited
+// (its failed afterLease hook, or onFailure exit) is not recycled: it is kept for inspection
+// and occupies its place under the ceiling.
 func (v instanceView) recycling(strategy vtv1alpha1.RecycleStrategy) bool {
-	return v.deleting || v.retiring || (strategy != vtv1alpha1.RecycleInPlaceReuse && v.terminal && !v.leased)
+	return v.deleting || v.retiring || (strategy != vtv1alpha1.RecycleInPlaceReuse && v.terminal && !v.leased && !v.quarantined)
 }
 
 func leaseOf(e *jumpstarterv1alpha1.Exporter) string {

@@ -34,6 +34,13 @@ const (
 	// being max(minAvailableReplicas, minReplicas - leased), beyond the one-at-a-time step
 	// at a full ceiling (rollfloor.go).
 	InvRollFloor = "roll-retired-below-availability-floor"
+	// InvLeaseToQuarantined: a Lease was assigned to an Exporter after the set had
+	// quarantined it (marked and disabled, not enabled again by a person), beyond the
+	// scheduler's cache race (quarantinewatch.go).
+	InvLeaseToQuarantined = "lease-assigned-to-quarantined-instance"
+	// InvQuarantineEnabled: the set marked an Exporter quarantined without disabling it in
+	// the same write.
+	InvQuarantineEnabled = "quarantine-mark-without-disable"
 	// InvFinal: the final invariants did not hold within the settle time after the walk.
 	InvFinal = "not-converged-after-walk"
 	// InvInjected: the self-test's fake violation.

@@ -75,6 +75,14 @@ type Result struct {
 	// retirements of outdated instances it did not judge, by why.
 	RollJudged  int
 	RollSkipped map[string]int
+	// HookFailures counts the failed lease hooks the exporters reported; Quarantines the
+	// instances the sets quarantined, Reenabled those a person (the walk) enabled again;
+	// AssignJudged the lease assignments the quarantine invariant judged, AssignRaced those
+	// written just after a quarantine, within the scheduler's cache race (quarantinewatch.go).
+	HookFailures, Quarantines, Reenabled, AssignJudged, AssignRaced int
+	// HookLeft and HookStayed count the failed hooks whose instance was, or was not, out of
+	// service 2 s later (counted, not judged: see Checker.followHookFailures).
+	HookLeft, HookStayed int
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -96,9 +104,16 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s, %s: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), r.QuarantineSummary(), verdict)
+}
+
+// QuarantineSummary says how many lease hooks failed, how many instances were quarantined
+// and how many lease assignments the quarantine invariant judged.
+func (r *Result) QuarantineSummary() string {
+	return fmt.Sprintf("%d failed lease hooks reported (%d of their instances out of service 2s later, %d still in service), %d quarantines (%d times a quarantined instance was enabled again by hand), %d lease assignments judged against the quarantine (%d within the scheduler's race grace)",
+		r.HookFailures, r.HookLeft, r.HookStayed, r.Quarantines, r.Reenabled, r.AssignJudged, r.AssignRaced)
 }
 
 // RollSummary says how many rolls the walk started and how many roll retirements the roll
@@ -247,6 +262,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
+	// Every lease assignment seen is judged against the quarantine, the last ones too.
+	w.checker.FlushQuarantine()
 	res.Violations = w.checker.Violations()
 	res.Steps, res.Actions = walk.steps, walk.counts
 	res.Events = history.Total()
@@ -257,6 +274,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.FailureEvents, _ = walk.FailureEvents()
 	res.Reported, res.AvailableJudged, res.WFFCLeased, res.ChurnWorst[0], res.ChurnWorst[1] = w.checker.FailureStats()
 	res.RollsStarted, res.RollsBy, res.RollsDone, res.RollJudged, res.RollSkipped = w.checker.RollStats()
+	res.Quarantines, res.Reenabled, res.HookFailures, res.AssignJudged, res.AssignRaced = w.checker.QuarantineStats()
+	res.HookLeft, res.HookStayed = w.checker.HookFollowUps()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)

@@ -36,6 +36,8 @@ type Walk struct {
 	offline  map[string]bool                           // Exporters set offline by the walk
 	broken   map[string]bool                           // classes given invalid parameters
 	deleted  map[string]*vtv1alpha1.VirtualTargetClass // classes to re-create, by name
+	hooked   map[string]bool                           // sets whose (class's) hooks the walk has yet to take away
+	idleAged map[string]bool                           // sets whose max-idle-age the walk has yet to take away
 	deferred []deferredStep
 	f        *failureState // the simulator faults in force (failure_actions.go)
 }
@@ -50,15 +52,17 @@ type deferredStep struct {
 // newWalk builds the walk of w from seed.
 func newWalk(seed int64, w *world) *Walk {
 	wk := &Walk{
-		rng:     rand.New(rand.NewSource(seed)),
-		w:       w,
-		counts:  map[string]int{},
-		offline: map[string]bool{},
-		broken:  map[string]bool{},
-		deleted: map[string]*vtv1alpha1.VirtualTargetClass{},
-		f:       newFailureState(),
+		rng:      rand.New(rand.NewSource(seed)),
+		w:        w,
+		counts:   map[string]int{},
+		offline:  map[string]bool{},
+		broken:   map[string]bool{},
+		deleted:  map[string]*vtv1alpha1.VirtualTargetClass{},
+		hooked:   map[string]bool{},
+		idleAged: map[string]bool{},
+		f:        newFailureState(),
 	}
-	wk.actions = append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...)
+	wk.actions = append(append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...), wk.hookCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}
@@ -140,7 +144,8 @@ func (wk *Walk) later(d time.Duration, what string, run func(ctx context.Context
 }
 
 // quiesce ends every fault the walk introduced, so that the pool can converge: no more API
-// errors or provisioner failures, classes back, exporters back online, no image, crash,
+// errors or provisioner failures, classes back, no lease hooks left (the deferred steps take
+// them away), exporters back online, no image, crash,
 // node, registration or slow-start fault left in the simulator, the controller (and the
 // plugin, restarted on its next call) running. Leases and hand-disabled Exporters stay:
 // the final invariants account for them.

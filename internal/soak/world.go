@@ -36,6 +36,9 @@ type pool struct {
 	// kvm makes the class's runtime request a KVM device, so removing the device from the
 	// node leaves new Pods Unschedulable.
 	kvm bool
+	// hooks are the lease hooks the walk gave the class (parameters.hooks), nil for none
+	// (hook_actions.go); classParameters renders them, so other class edits keep them.
+	hooks map[string]any
 }
 
 // startupDeadline is the soak classes' startupDeadline: short, so that an instance stuck
@@ -107,6 +110,9 @@ func classParameters(p *pool, rev int) *apiextensionsv1.JSON {
 		if p.sidecar {
 			v["sidecar"] = true
 		}
+	}
+	if p.hooks != nil {
+		v["hooks"] = p.hooks
 	}
 	b, _ := json.Marshal(v)
 	return &apiextensionsv1.JSON{Raw: b}
