@@ -329,15 +329,7 @@ func (c *Checker) loop(ctx context.Context) {
 // retired (annotation) or had exited (its Pods last seen completed, not running again).
 func (c *Checker) judgeDeletions(now time.Time) {
 	c.mu.Lock()
-	var due []pendingDeletion
-	rest := c.pending[:0]
-	for _, d := range c.pending {
-		if now.Sub(d.at) >= deletionJudgeDelay {
-			due = append(due, d)
-		} else {
-			rest = append(rest, d)
-		}
-	}
+	due, rest := takeDue(c.pending, func(d pendingDeletion) bool { return now.Sub(d.at) >= deletionJudgeDelay })
 	c.pending = rest
 	sightings := map[types.UID]podSighting{}
 	for _, d := range due {

@@ -289,15 +289,7 @@ func (c *Checker) judgeAssignments(now time.Time, all bool) {
 func (c *Checker) followHookFailures(ctx context.Context, now time.Time) {
 	w := c.qw
 	w.mu.Lock()
-	var due []qFailure
-	rest := w.failures[:0]
-	for _, f := range w.failures {
-		if now.Sub(f.seen) >= hookFollowUp {
-			due = append(due, f)
-		} else {
-			rest = append(rest, f)
-		}
-	}
+	due, rest := takeDue(w.failures, func(f qFailure) bool { return now.Sub(f.seen) >= hookFollowUp })
 	w.failures = rest
 	w.mu.Unlock()
 	for _, f := range due {

@@ -213,27 +213,15 @@ func (s *session) report(ctx context.Context, st pb.ExporterStatus, msg string) 
 
 // unregister ends the registration after a hook made the exporter exit (it reported Offline
 // already), bounded like stop.
-func (s *session) unregister(reason string) {
-	if s.conn == nil {
-		return
-	}
-	defer s.conn.Close()
-	if !s.registered {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := s.ctrl.Unregister(ctx, &pb.UnregisterRequest{Reason: reason}); err != nil {
-		log.Printf("Unregister: %v", err)
-		return
-	}
-	log.Printf("unregistered: %s", reason)
-}
+func (s *session) unregister(reason string) { s.end(reason, false) }
 
 // stop is the clean way out: report Offline and unregister (when the exporter ever
 // registered), bounded by a few seconds so that an unreachable controller cannot hold up the
 // container's termination.
-func (s *session) stop(reason string) {
+func (s *session) stop(reason string) { s.end(reason, true) }
+
+// end reports Offline (when offline) and unregisters, then closes the connection.
+func (s *session) end(reason string, offline bool) {
 	if s.conn == nil {
 		return
 	}
@@ -243,8 +231,10 @@ func (s *session) stop(reason string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.report(ctx, pb.ExporterStatus_EXPORTER_STATUS_OFFLINE, reason); err != nil {
-		log.Printf("ReportStatus Offline: %v", err)
+	if offline {
+		if err := s.report(ctx, pb.ExporterStatus_EXPORTER_STATUS_OFFLINE, reason); err != nil {
+			log.Printf("ReportStatus Offline: %v", err)
+		}
 	}
 	if _, err := s.ctrl.Unregister(ctx, &pb.UnregisterRequest{Reason: reason}); err != nil {
 		log.Printf("Unregister: %v", err)
