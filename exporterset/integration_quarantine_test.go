@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -307,6 +308,38 @@ func TestQuarantineExporterExitsAfterLease(t *testing.T) {
 				if strings.Contains(n, bad) {
 					t.Fatalf("the quarantined instance's Pod was restarted: %s", n)
 				}
+			}
+
+			// A person takes it back: enabled again, it is not quarantined again for the
+			// exit it was quarantined for. It is then a failed instance like any other: its
+			// Pod is restarted, or, the pool holding its replacement, it is the surplus the
+			// set scales down.
+			e = getExporter(t, w, bad)
+			mark := e.Annotations[pool.AnnotationQuarantined]
+			w.edit(e, func() { e.Spec.Enabled = ptr.To(true) })
+			w.eventually(15*time.Second, "a fresh Pod, or the instance retired", func() string {
+				e := getExporter(t, w, bad)
+				if e == nil || e.Annotations[pool.AnnotationRetiring] != "" {
+					return ""
+				}
+				if !e.IsEnabled() || e.Annotations[pool.AnnotationQuarantined] != mark {
+					t.Fatalf("quarantined again after a person enabled it: enabled=%v mark %q (was %q)", e.IsEnabled(), e.Annotations[pool.AnnotationQuarantined], mark)
+				}
+				for _, p := range podsOf(w, bad) {
+					if p.UID != pod.UID && p.DeletionTimestamp == nil {
+						return ""
+					}
+				}
+				return "still the failed Pod"
+			})
+			quarantined := 0
+			for _, n := range w.eventNotes("pool", "InstanceQuarantined") {
+				if strings.Contains(n, bad) {
+					quarantined++
+				}
+			}
+			if quarantined != 1 {
+				t.Errorf("%d InstanceQuarantined events name %s, want one", quarantined, bad)
 			}
 		})
 	}

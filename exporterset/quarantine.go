@@ -122,6 +122,12 @@ func (r *Reconciler) failedCheck(p *pass, in *pool.Instance, f *instanceFailures
 	if pod == nil || pod.UID != f.leasedOn {
 		return quarantineCase{}, false
 	}
+	if _, marked := in.Exporter.Annotations[pool.AnnotationQuarantined]; marked && !pod.CreationTimestamp.After(in.QuarantinedAt()) {
+		// Quarantined while this Pod ran (for its exit, or for the hook failure the exit
+		// follows), and a person enabled it again: theirs is the last word, and the Pod is
+		// handled as any failed one. A fresh Pod is checked again.
+		return quarantineCase{}, false
+	}
 	if pr := podProblem(pod, p.now); pr != nil && pr.Reason == vtv1alpha1.ReasonTargetCrashing {
 		msg := pr.Message
 		if pr.Container != "" {
