@@ -125,7 +125,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
 	var live []*pool.Instance
 	for _, in := range obs.Instances {
-		if !done[in.Name()] && !in.Deleting() && !in.Retiring() && !in.Quarantined() && !in.Foreign() {
+		if !done[in.Name()] && !outOfPool(in) && !in.Foreign() {
 			live = append(live, in)
 		}
 	}

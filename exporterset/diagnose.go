@@ -33,11 +33,16 @@ var (
 	createFailures = map[string]bool{"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "PreCreateHookError": true, "PostStartHookError": true}
 )
 
+// outOfPool reports an instance no longer part of the pool: on its way out (being deleted or
+// retired) or kept for inspection (quarantined). It has no problem, no failure to count, and
+// nothing more is built for it.
+func outOfPool(in *pool.Instance) bool { return in.Deleting() || in.Retiring() || in.Quarantined() }
+
 // diagnose returns the instance's problem, or nil. It is pure. Instances on their way out
 // (being deleted or retired) and quarantined ones (kept for inspection) have none: they no
 // longer count.
 func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
-	if in.Deleting() || in.Retiring() || in.Quarantined() {
+	if outOfPool(in) {
 		return nil
 	}
 	pod := currentPod(in)
@@ -64,7 +69,7 @@ func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
 // or the startup deadline runs out); 0 when it does not. Nothing else wakes the set then.
 func (d diagnosis) recheckIn(in *pool.Instance) time.Duration {
 	pod := currentPod(in)
-	if pod == nil || in.Ready() || in.Deleting() || in.Retiring() || in.Quarantined() {
+	if pod == nil || in.Ready() || outOfPool(in) {
 		return 0
 	}
 	var next time.Duration

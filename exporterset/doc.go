@@ -50,7 +50,7 @@
 //	request   request.go      merged parameters, images, Validate (memoized) -> blocker
 //	observe   observe.go      the set's Exporters, Pods, Secrets and Leases  -> observation
 //	                          (waiting leases; bookings, pool/bookings.go)
-//	reuse     quarantine.go   instances that failed their check between two -> reuseCheck
+//	reuse     quarantine.go   instances that failed their check between two -> reuseBreaker
 //	                          leases quarantined (one patch each; the watch
 //	                          notes transient hook failures, quarantine_watch.go)
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health

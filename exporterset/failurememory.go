@@ -60,7 +60,7 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && problems.Of(in) == nil && !in.Retiring() && !in.Deleting() && !in.Quarantined() && !f.failedOnce && !f.everReady {
+		if in.Ready() && problems.Of(in) == nil && !outOfPool(in) && !f.failedOnce && !f.everReady {
 			f.everReady = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}

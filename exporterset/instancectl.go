@@ -34,7 +34,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	in := &pool.Instance{Exporter: &e}
 	setName := setOwnerOf(&e)
-	if setName == "" || in.Foreign() || in.Deleting() || in.Retiring() || in.Quarantined() || !in.Credentialed() {
+	if setName == "" || in.Foreign() || outOfPool(in) || !in.Credentialed() {
 		return reconcile.Result{}, nil // a retiring or quarantined instance keeps what it has until removed
 	}
 	var set vtv1alpha1.ExporterSet

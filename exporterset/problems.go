@@ -46,7 +46,7 @@ func summarizeFailures(instances []*pool.Instance, problems pool.Problems) failu
 	var s failureSummary
 	by := map[vtv1alpha1.ConditionReason][]*pool.Instance{}
 	for _, in := range instances {
-		if in.Deleting() || in.Retiring() || in.Quarantined() {
+		if outOfPool(in) {
 			continue // on their way out, or kept for inspection: not part of the pool any more
 		}
 		s.Total++

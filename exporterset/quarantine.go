@@ -41,19 +41,11 @@ type quarantineCase struct {
 	message string         // the exporter's own status message, or the container's exit
 }
 
-// reuseCheck is what the quarantine step found and did in a pass.
-type reuseCheck struct {
-	policy   reusePolicy
-	problems []policyProblem
-	breaker  reuseBreaker
-}
-
-// quarantine is the pass's step after observe: it reads the reuse policy, finds the
-// instances that failed their check, quarantines them, and notes the checks that passed. It
-// returns obs with the quarantined instances as patched (a copy; obs is not changed).
-func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) (reuseCheck, *observation, error) {
-	var rc reuseCheck
-	rc.policy = p.policy
+// quarantine is the pass's step after observe: it finds the instances that failed their
+// check, quarantines them (under the pass's reuse policy), and notes the checks that passed.
+// It returns the circuit breaker's state, and obs with the quarantined instances as patched
+// (a copy; obs is not changed).
+func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) (reuseBreaker, *observation, error) {
 	key := keyOf(p.set)
 	s := r.memory.failures.setOrPut(key, func() *setFailures { return &setFailures{} })
 	var cases []quarantineCase
@@ -63,7 +55,7 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 			// again once a person has taken it back into service.
 			r.memory.sightings.dropInstance(key, in.Exporter.UID)
 		}
-		if in.Deleting() || in.Retiring() || in.Quarantined() || in.Foreign() {
+		if outOfPool(in) || in.Foreign() {
 			continue
 		}
 		f := r.memory.instFailures.instanceOrPut(key, in.Exporter.UID, func() *instanceFailures { return &instanceFailures{} })
@@ -86,7 +78,7 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 	patched := map[string]*pool.Instance{}
 	var err error
 	for _, c := range cases {
-		e, perr := r.quarantineOne(ctx, p, c, rc.policy)
+		e, perr := r.quarantineOne(ctx, p, c)
 		if perr != nil {
 			err = perr
 			continue
@@ -98,8 +90,7 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 		r.metrics.CountQuarantined(p.set.Namespace, p.set.Name, c.reason)
 		patched[e.Name] = &pool.Instance{Exporter: e, Pods: c.in.Pods, ConfigSecret: c.in.ConfigSecret, Credential: c.in.Credential}
 	}
-	rc.breaker = s.reuse.breaker(r.backoffBase, r.backoffCap)
-	return rc, obs.replacing(patched), err
+	return s.reuse.breaker(r.backoffBase, r.backoffCap), obs.replacing(patched), err
 }
 
 // failedCheck reports whether in failed its check: a failed lease hook reported now or seen
@@ -155,7 +146,7 @@ func checkPassed(recycle vtv1alpha1.RecycleStrategy, in *pool.Instance) bool {
 // quarantineOne disables in and marks it quarantined in one patch, optimistic on the
 // resourceVersion the pass saw; it returns the Exporter as patched, nil when the patch lost
 // a race (the next pass decides again) or the Exporter is gone.
-func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCase, pol reusePolicy) (*jumpstarterv1alpha1.Exporter, error) {
+func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCase) (*jumpstarterv1alpha1.Exporter, error) {
 	e := c.in.Exporter
 	var patched *jumpstarterv1alpha1.Exporter
 	for try := 0; ; try++ {
@@ -187,6 +178,7 @@ func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCas
 		e = &fresh
 	}
 	r.memory.sightings.dropInstance(keyOf(p.set), e.UID)
+	pol := p.policy
 	keep := fmt.Sprintf("kept for inspection until %s (quarantine-ttl %s, at most %d kept)", p.now.Add(pol.quarantineTTL).UTC().Format(time.RFC3339), pol.quarantineTTL, pol.maxQuarantined)
 	if pol.maxQuarantined == 0 {
 		keep = "removed shortly (max-quarantined 0)"
@@ -197,11 +189,11 @@ func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCas
 
 // planQuarantine decides which quarantined instances go now (pool.PlanQuarantine), puts
 // them into in, and holds the creates back while the breaker is open.
-func (r *Reconciler) planQuarantine(p *pass, in *pool.PlanInput, rc reuseCheck) pool.QuarantinePlan {
-	qp := pool.PlanQuarantine(pool.QuarantineInput{Scale: *in, TTL: rc.policy.quarantineTTL, MaxKept: rc.policy.maxQuarantined, Grace: quarantineGrace})
+func (r *Reconciler) planQuarantine(p *pass, in *pool.PlanInput, breaker reuseBreaker) pool.QuarantinePlan {
+	qp := pool.PlanQuarantine(pool.QuarantineInput{Scale: *in, TTL: p.policy.quarantineTTL, MaxKept: p.policy.maxQuarantined, Grace: quarantineGrace})
 	in.RemoveQuarantined = qp.Remove
-	if rc.breaker.until.After(in.BackoffUntil) {
-		in.BackoffUntil = rc.breaker.until
+	if breaker.until.After(in.BackoffUntil) {
+		in.BackoffUntil = breaker.until
 	}
 	p.requeueIn(qp.RequeueAfter)
 	r.metrics.ObserveQuarantined(p.set.Namespace, p.set.Name, int(qp.Kept))

@@ -62,12 +62,12 @@ type reuseResult struct {
 }
 
 // reuseResultOf sums up the quarantine step and plan for the conditions.
-func reuseResultOf(rc reuseCheck, obs *observation, qp pool.QuarantinePlan) reuseResult {
+func reuseResultOf(breaker reuseBreaker, problems []policyProblem, obs *observation, qp pool.QuarantinePlan) reuseResult {
 	gone := map[string]bool{}
 	for _, in := range qp.Remove {
 		gone[in.Name()] = true
 	}
-	res := reuseResult{breaker: rc.breaker, problems: rc.problems}
+	res := reuseResult{breaker: breaker, problems: problems}
 	for _, in := range obs.Instances {
 		if in.Quarantined() && !in.Deleting() && !gone[in.Name()] {
 			res.kept = append(res.kept, fmt.Sprintf("%s (%s)", in.Name(), in.Exporter.Annotations[pool.AnnotationQuarantined]))

@@ -69,7 +69,7 @@ func (e errString) Error() string { return string(e) }
 func TestReuseResultKept(t *testing.T) {
 	a := fixture.Instance("a", fixture.Ready, fixture.Quarantined(0))
 	b := fixture.Instance("b", fixture.Ready, fixture.Quarantined(time.Minute))
-	rr := reuseResultOf(reuseCheck{}, &observation{Instances: []*pool.Instance{a, b, fixture.Instance("c", fixture.Ready)}}, pool.QuarantinePlan{Remove: []*pool.Instance{a}})
+	rr := reuseResultOf(reuseBreaker{}, nil, &observation{Instances: []*pool.Instance{a, b, fixture.Instance("c", fixture.Ready)}}, pool.QuarantinePlan{Remove: []*pool.Instance{a}})
 	if len(rr.kept) != 1 || rr.kept[0] != "b (AfterLeaseHookFailed at 2026-01-01T00:01:00Z)" {
 		t.Fatalf("kept %v", rr.kept)
 	}

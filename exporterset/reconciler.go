@@ -196,8 +196,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	r.memory.sweep(keyOf(set), obs.uids(), mark)
 	// Instances that failed their check leave service first (quarantine.go).
-	rc, obs, qErr := r.quarantine(ctx, p, obs)
-	rc.problems = policyProblems
+	breaker, obs, qErr := r.quarantine(ctx, p, obs)
 	r.surfacePolicyProblems(p, policyProblems)
 
 	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
@@ -225,7 +224,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)
 	r.metrics.ObserveSLO(set.Namespace, set.Name, ms, metrics.SLOInput{Now: p.now, Instances: obs.Instances, Problems: res.health.problems, Leases: obs.Leases,
 		Waiting: obs.WaitingLeases, Binding: p.binding(), Hash: p.hash})
-	res.reuse = reuseResultOf(rc, obs, pool.QuarantinePlan{})
+	res.reuse = reuseResultOf(breaker, policyProblems, obs, pool.QuarantinePlan{})
 	if reqErr = errors.Join(reqErr, qErr); reqErr != nil {
 		return res, false, reqErr
 	}
@@ -245,8 +244,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		// The remote end's state is unknown: create and start nothing until it answers.
 		in.BackoffUntil = p.now.Add(externalRetry)
 	}
-	qp := r.planQuarantine(p, &in, rc)
-	res.reuse = reuseResultOf(rc, obs, qp)
+	qp := r.planQuarantine(p, &in, breaker)
+	res.reuse = reuseResultOf(breaker, policyProblems, obs, qp)
 	plan := pool.PlanScale(in)
 	if room, wake := pool.CreateRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
 		// pacing.go: the instances begun are finished first
