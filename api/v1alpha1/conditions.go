@@ -35,8 +35,12 @@ const (
 	// instances with the same problem, and says when the next attempt is while the set backs
 	// off.
 	ConditionDegraded = "Degraded"
-	// ConditionScalingLimited is True when the set wants more instances than maxReplicas allows.
+	// ConditionScalingLimited is True when the set wants more instances than maxReplicas, or
+	// a CapacityBudget governing it (reason BudgetExhausted), allows.
 	ConditionScalingLimited = "ScalingLimited"
+	// ConditionBudgetConflict is True when more than one CapacityBudget selects the set
+	// (reason MultipleBudgets, naming them): the stricter applies. It is absent otherwise.
+	ConditionBudgetConflict = "BudgetConflict"
 )
 
 // ConditionReason is the reason of an ExporterSet condition, CamelCase as the API
@@ -84,6 +88,13 @@ const (
 	ReasonAtMaxReplicas ConditionReason = "AtMaxReplicas"
 	// ReasonWithinLimits: the set's wanted size is within maxReplicas.
 	ReasonWithinLimits ConditionReason = "WithinLimits"
+	// ReasonBudgetExhausted: the set wants more instances than the CapacityBudget governing
+	// it allows now (the message names the budget); other sets' instances or waiting
+	// Leases hold the rest.
+	ReasonBudgetExhausted ConditionReason = "BudgetExhausted"
+	// ReasonMultipleBudgets: more than one CapacityBudget selects the set; the stricter
+	// applies.
+	ReasonMultipleBudgets ConditionReason = "MultipleBudgets"
 	// ReasonWaitForFirstConsumer: the class binds on first consumer and no lease waits.
 	ReasonWaitForFirstConsumer ConditionReason = "WaitingForFirstConsumer"
 	// ReasonScaleDownCoolingDown: surplus instances wait for the scale-down cooldown.
