@@ -2,12 +2,14 @@ package exporterset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -63,6 +65,12 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	for _, in := range plan.Retire {
 		done[in.Name()] = true
 		errs = append(errs, r.retire(ctx, p, in, plan.RetirementReason(in)))
+	}
+	if n := len(plan.Reclaimed); n > 0 {
+		for _, in := range plan.Reclaimed {
+			p.events.add(eventBudgetReclaim, in.Name()+" (CapacityBudget "+p.gov.strictest+")", in.Exporter)
+		}
+		r.metrics.CountReclaims(p.set.Namespace, p.gov.strictest, p.set.Name, n)
 	}
 	for _, in := range obs.Strays {
 		if in.Deleting() || in.Leased() {
@@ -215,6 +223,13 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 	for _, in := range obs.Strays {
 		taken[in.Name()] = true
 	}
+	var per corev1.ResourceList
+	if p.gov.governed() {
+		var err error
+		if per, err = r.instanceRequests(ctx, p); err != nil {
+			return seq, err
+		}
+	}
 	remaining := int(n)
 	for batch := min(remaining, max(1, r.createParallelism)); batch > 0; batch = min(remaining, max(1, r.createParallelism)) {
 		names := make([]string, batch)
@@ -227,8 +242,27 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 				}
 			}
 		}
-		created, err := r.createBatch(ctx, p, names)
-		remaining -= batch
+		bctx, cancel := ctx, context.CancelFunc(func() {})
+		if p.gov.governed() {
+			// The budgets must hold a place for each before it is created (budgetledger.go).
+			reservedAt := r.clock.Now()
+			got, err := r.reserve(ctx, p, p.gov, names, per)
+			if err != nil {
+				r.warning(p.set, nil, eventCreateFailed, "Create", "reserving capacity: %v", err)
+				return seq, err
+			}
+			if got < len(names) {
+				names, remaining = names[:got], got // the budget is full: the rest waits for a place
+			}
+			if got == 0 {
+				break
+			}
+			// Not after half the grace: the reservation may be dropped for its age then.
+			bctx, cancel = context.WithDeadline(ctx, reservedAt.Add(reservationGrace/2))
+		}
+		created, err := r.createBatch(bctx, p, names, per)
+		cancel()
+		remaining -= len(names)
 		if r.useExpectations {
 			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
 		}
@@ -242,7 +276,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 }
 
 // createBatch creates the Exporters named, concurrently.
-func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (created []string, err error) {
+func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string, requests corev1.ResourceList) (created []string, err error) {
 	errs := make([]error, len(names))
 	ok := make([]bool, len(names))
 	var wg sync.WaitGroup
@@ -250,7 +284,7 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e := r.newExporter(p, name)
+			e := r.newExporter(p, name, requests)
 			err := r.client.Create(ctx, e)
 			switch {
 			case apierrors.IsAlreadyExists(err):
@@ -276,13 +310,16 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string) (
 	return created, errors.Join(errs...)
 }
 
-func (r *Reconciler) newExporter(p *pass, name string) *jumpstarterv1alpha1.Exporter {
+func (r *Reconciler) newExporter(p *pass, name string, requests corev1.ResourceList) *jumpstarterv1alpha1.Exporter {
 	set := p.set
 	var annotations map[string]string
-	if a := set.Spec.Template.Metadata.Annotations; len(a) > 0 {
-		annotations = make(map[string]string, len(a))
+	if a := set.Spec.Template.Metadata.Annotations; len(a) > 0 || requests != nil {
+		annotations = make(map[string]string, len(a)+1)
 		for k, v := range a {
 			annotations[k] = v
+		}
+		if b, err := json.Marshal(requests); err == nil && requests != nil {
+			annotations[AnnotationRequests] = string(b)
 		}
 	}
 	return &jumpstarterv1alpha1.Exporter{

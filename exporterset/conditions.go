@@ -20,7 +20,10 @@ func conditions(set *vtv1alpha1.ExporterSet, binding vtv1alpha1.BindingMode, now
 		withReuseNotes(degradedCondition(cond, now, res), res.reuse),
 		progressingCondition(cond, set.Spec, now, res),
 	}
-	if c, ok := scalingLimitedCondition(cond, set.Spec, res.plan); ok {
+	if c, ok := scalingLimitedCondition(cond, set.Spec, res.plan, res.gov); ok {
+		out = append(out, c)
+	}
+	if c, ok := budgetConflictCondition(cond, res.gov); ok {
 		out = append(out, c)
 	}
 	return out
@@ -87,16 +90,26 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 	return cond(vtv1alpha1.ConditionProgressing, false, vtv1alpha1.ReasonAsExpected, "pool is at its desired size")
 }
 
-// scalingLimitedCondition says whether maxReplicas holds the pool back. Without a plan
-// (a blocked set) it says nothing (ok=false): what it said before stays.
-func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl *pool.Plan) (metav1.Condition, bool) {
+// scalingLimitedCondition says whether maxReplicas, or a CapacityBudget, holds the pool
+// back. Without a plan (a blocked set) it says nothing (ok=false): what it said before stays.
+func scalingLimitedCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, pl *pool.Plan, g governance) (metav1.Condition, bool) {
 	switch {
 	case pl == nil:
 		return metav1.Condition{}, false
+	case pl.BudgetLimited && g.ceiling != nil:
+		return cond(vtv1alpha1.ConditionScalingLimited, true, vtv1alpha1.ReasonBudgetExhausted, "wants %d instances, CapacityBudget %s allows %d now%s%s", pl.Wanted, g.strictest, *g.ceiling, maxReplicasNote(spec), bookingSuffix(pl)), true
 	case pl.Limited:
 		return cond(vtv1alpha1.ConditionScalingLimited, true, vtv1alpha1.ReasonAtMaxReplicas, "wants %d instances, maxReplicas is %d%s", pl.Wanted, *spec.MaxReplicas, bookingSuffix(pl)), true
 	}
 	return cond(vtv1alpha1.ConditionScalingLimited, false, vtv1alpha1.ReasonWithinLimits, "wants %d instances%s", pl.Wanted, bookingSuffix(pl)), true
+}
+
+// maxReplicasNote names maxReplicas beside a budget's lower ceiling.
+func maxReplicasNote(spec vtv1alpha1.ExporterSetSpec) string {
+	if spec.MaxReplicas == nil || *spec.MaxReplicas == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (maxReplicas is %d)", *spec.MaxReplicas)
 }
 
 // availableCondition applies the rule documented on vtv1alpha1.ConditionAvailable.

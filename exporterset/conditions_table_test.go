@@ -130,16 +130,20 @@ func TestScalingLimitedCondition(t *testing.T) {
 	p := conditionPass(0, 0, vtv1alpha1.BindingImmediate)
 	p.set.Spec.MaxReplicas = ptr.To[int32](4)
 	cond := condOf(p.set.Generation)
-	if _, ok := scalingLimitedCondition(cond, p.set.Spec, nil); ok {
+	if _, ok := scalingLimitedCondition(cond, p.set.Spec, nil, governance{}); ok {
 		t.Error("a blocked pass (no plan) must leave ScalingLimited as it was")
 	}
-	c, ok := scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 6, Limited: true})
+	c, ok := scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 6, Limited: true}, governance{})
 	if !ok {
 		t.Fatal("no condition with a plan")
 	}
 	checkCond(t, c, condWant{metav1.ConditionTrue, vtv1alpha1.ReasonAtMaxReplicas, "wants 6 instances, maxReplicas is 4"})
-	c, _ = scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 3})
+	c, _ = scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 3}, governance{})
 	checkCond(t, c, condWant{metav1.ConditionFalse, vtv1alpha1.ReasonWithinLimits, "wants 3 instances"})
+	// A budget's lower ceiling: BudgetExhausted, naming the budget.
+	allowed := int32(1)
+	c, _ = scalingLimitedCondition(cond, p.set.Spec, &pool.Plan{Wanted: 3, Limited: true, BudgetLimited: true}, governance{ceiling: &allowed, strictest: "lab"})
+	checkCond(t, c, condWant{metav1.ConditionTrue, vtv1alpha1.ReasonBudgetExhausted, "wants 3 instances, CapacityBudget lab allows 1 now (maxReplicas is 4)"})
 	// conditions leaves it out entirely without a plan.
 	p.res.plan = nil
 	for _, c := range p.conditions() {

@@ -158,7 +158,7 @@ func TestScalingLimitedNamesWaitingBookings(t *testing.T) {
 	pl := pool.PlanScale(in)
 	p := conditionPass(0, 0, vtv1alpha1.BindingImmediate)
 	p.set.Spec.MaxReplicas = ptr.To[int32](2)
-	c, ok := scalingLimitedCondition(condOf(p.set.Generation), p.set.Spec, &pl)
+	c, ok := scalingLimitedCondition(condOf(p.set.Generation), p.set.Spec, &pl, governance{})
 	if !ok {
 		t.Fatal("no condition with a plan")
 	}

@@ -54,6 +54,9 @@ const (
 	// hook, or its exporter exited with an error after a lease) and was disabled and kept
 	// for inspection (quarantine.go).
 	eventInstanceQuarantined EventReason = "InstanceQuarantined"
+	// eventBudgetReclaim: idle instances were retired because a CapacityBudget lowered the
+	// set's ceiling to give their places to another set's waiting Leases.
+	eventBudgetReclaim EventReason = "BudgetReclaim"
 	// eventInvalidAnnotation: a reuse-policy annotation could not be read; its default applies.
 	eventInvalidAnnotation EventReason = "InvalidAnnotation"
 )
@@ -96,6 +99,7 @@ var batchedEvents = map[EventReason]batchedEvent{
 	eventRetired:         {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
 	eventRecycled:        {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
 	eventExternalCreated: {"CreateExternal", "created the external resources of instance %s", "created the external resources of %d instances: %s"},
+	eventBudgetReclaim:   {"Retire", "retiring idle instance %s: its CapacityBudget gives its place to waiting Leases", "retiring %d idle instances: their CapacityBudget gives their places to waiting Leases: %s"},
 	eventRetained:        {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
 }
 

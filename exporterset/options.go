@@ -64,6 +64,13 @@ func WithInventoryInterval(d time.Duration) Option {
 	}
 }
 
+// WithCapacityBudgets makes the reconciler honour CapacityBudgets: SetupWithManager adds
+// the budget reconciler (budgetctl.go), and a governed set reserves its creates in its
+// budgets (budgetledger.go) and takes their ceiling. Use it only where the CapacityBudget CRD
+// is installed and the controller may read it and write its status: its informer cannot
+// start otherwise.
+func WithCapacityBudgets() Option { return func(r *Reconciler) { r.budgets = true } }
+
 // WithControllerName names the controller (default "exporterset"), for several in one manager.
 func WithControllerName(name string) Option { return func(r *Reconciler) { r.name = name } }
 

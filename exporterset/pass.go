@@ -37,6 +37,7 @@ type pass struct {
 	hooks    string                         // hooksCfg as JSON, "" for none
 	selector labels.Selector
 	policy   reusePolicy // the set's reuse policy (reusepolicy.go)
+	gov      governance  // the CapacityBudgets selecting the set (budgetgov.go)
 
 	events  *passEvents
 	requeue *soonest
@@ -127,6 +128,7 @@ type passResult struct {
 	act      actResult
 	external externalResult // external provisioners only
 	reuse    reuseResult    // the quarantine (quarantine_status.go)
+	gov      governance     // the budgets selecting the set
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

@@ -52,6 +52,7 @@ type Reconciler struct {
 	inventoryInterval time.Duration
 	name              string
 	indexed           bool // the client's cache has setIndex (SetupWithManager)
+	budgets           bool // CapacityBudgets are served and may be read (WithCapacityBudgets)
 
 	// memory is all it remembers between passes, under one rule (memory.go).
 	memory *memory
@@ -233,6 +234,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, false, nil // nothing is created or deleted while the set is blocked
 	}
 
+	if p.gov, err = r.governanceOf(ctx, set); err != nil {
+		return res, false, err
+	}
+	res.gov = p.gov
 	var expected int32
 	if r.useExpectations {
 		// From here on the pass sees its own retirements, which the cache may not show yet.
@@ -324,6 +329,7 @@ func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInp
 		Now:                  p.now,
 		MaxUseCount:          p.policy.maxUseCount,
 		MaxIdleAge:           p.policy.maxIdleAge,
+		BudgetCeiling:        p.gov.ceiling,
 	}
 	if s.MaxReplicas != nil {
 		in.MaxReplicas = *s.MaxReplicas

@@ -137,7 +137,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.budgets {
+		if err := r.setupBudgets(mgr); err != nil {
+			return err
+		}
+		b = b.Watches(&vtv1alpha1.CapacityBudget{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBudget)) // budgetsetup.go
+	}
+	return b.
 		Named(r.name).
 		// Its annotations carry the reuse policy (reusepolicy.go): their change is a change of spec.
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).

@@ -50,6 +50,20 @@ type PlanInput struct {
 	MaxUseCount int
 	// MaxIdleAge rolls an instance idle for longer, by surge (idleage.go); 0: never.
 	MaxIdleAge time.Duration
+	// BudgetCeiling is how many Exporters a CapacityBudget lets the set hold now (its
+	// Allowed), nil when no budget governs it. It caps the set as MaxReplicas does, 0
+	// included: the lower of the two is the ceiling.
+	BudgetCeiling *int32
+}
+
+// ceiling is the set's ceiling now, the lower of maxReplicas and the budget's; bounded is
+// false when neither caps the set.
+func (in PlanInput) ceiling() (c int32, bounded bool) {
+	c, bounded = in.MaxReplicas, in.MaxReplicas > 0
+	if b := in.BudgetCeiling; b != nil && (!bounded || *b < c) {
+		c, bounded = max(0, *b), true
+	}
+	return c, bounded
 }
 
 // Plan is what one reconcile should do to move the pool towards its spec.
@@ -79,8 +93,13 @@ type Plan struct {
 	RestartPods []*Instance
 	// StartPods are instances that should get a Pod now and have none.
 	StartPods []*Instance
-	// Limited is true when the set wants more instances than maxReplicas allows.
+	// Limited is true when the set wants more instances than its ceiling allows.
 	Limited bool
+	// BudgetLimited is true when the ceiling that limits the set is a CapacityBudget's,
+	// lower than maxReplicas; Reclaimed are the instances among Retire that the budget's
+	// lower ceiling retires (an excess over it).
+	BudgetLimited bool
+	Reclaimed     []*Instance
 	// SurplusSince is the new cooldown clock: nil without surplus.
 	SurplusSince *time.Time
 	// RequeueAfter is when the plan changes by itself (the cooldown or a backoff ends); 0
@@ -202,13 +221,16 @@ func PlanScale(in PlanInput) Plan {
 	p.Booked = due
 	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand+int32(len(due)))
 	capped := p.Wanted
-	if in.MaxReplicas > 0 && capped > in.MaxReplicas {
-		capped = in.MaxReplicas
+	ceiling, bounded := in.ceiling()
+	budgetBinds := bounded && in.BudgetCeiling != nil && (in.MaxReplicas == 0 || ceiling < in.MaxReplicas)
+	if bounded && capped > ceiling {
+		capped = ceiling
 		p.Limited = true
+		p.BudgetLimited = budgetBinds
 	}
 	room := int32(1 << 30)
-	if in.MaxReplicas > 0 {
-		room = in.MaxReplicas - occupied - in.Expected
+	if bounded {
+		room = ceiling - occupied - in.Expected
 	}
 	idle, idleWake := idleRoll(in, warm, busy, room, len(old) > 0 || retiring > 0 || len(due) > 0 || in.Now.Before(in.BackoffUntil))
 	if idle != nil {
@@ -231,14 +253,14 @@ func PlanScale(in PlanInput) Plan {
 	if live < capped {
 		want := capped - live
 		p.Create = want
-		if in.MaxReplicas > 0 {
+		if bounded {
 			// Everything that exists counts, on its way out or not; what is removed this
 			// pass makes room only once it is gone. A rolled instance is removed after its
 			// retireGrace, by a later pass, which then creates its replacement.
 			present := int32(len(in.Instances)) + in.Others + in.Expected
-			p.Create = min(want, max(0, in.MaxReplicas-present))
-			p.RemoveBeforeCreate = max(0, present-in.MaxReplicas)
-			after := min(want-p.Create, int32(len(p.Remove))-p.RemoveBeforeCreate, in.MaxReplicas-occupied-in.Expected-p.Create)
+			p.Create = min(want, max(0, ceiling-present))
+			p.RemoveBeforeCreate = max(0, present-ceiling)
+			after := min(want-p.Create, int32(len(p.Remove))-p.RemoveBeforeCreate, ceiling-occupied-in.Expected-p.Create)
 			p.CreateAfterRemove = max(0, after)
 			p.CeilingBlocked = want - p.Create - p.CreateAfterRemove
 		}
@@ -248,17 +270,23 @@ func PlanScale(in PlanInput) Plan {
 	// cooldown. Candidates are warm (unleased) instances only.
 	retireOrder(warm, in.Problems)
 	excess := int32(0)
-	if in.MaxReplicas > 0 {
-		excess = max(0, occupied+in.Expected-in.MaxReplicas)
+	if bounded {
+		excess = max(0, occupied+in.Expected-ceiling)
 	}
 	surplus := max(0, int32(len(warm))+in.Expected-max(0, capped-busy))
 	if n := min(excess, int32(len(old))); n > 0 {
 		p.Retire = append(p.Retire, old[:n]...) // over the ceiling: the outdated go first
+		if budgetBinds {
+			p.Reclaimed = append(p.Reclaimed, old[:n]...)
+		}
 		excess -= n
 	}
 	if excess > 0 {
 		n := min(excess, int32(len(warm)))
 		p.Retire = append(p.Retire, warm[:n]...)
+		if budgetBinds {
+			p.Reclaimed = append(p.Reclaimed, warm[:n]...)
+		}
 		warm = warm[n:]
 		surplus = max(0, surplus-n)
 	}
@@ -280,8 +308,8 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
-	if in.MaxReplicas > 0 {
-		p.BookedWaiting = bookingsOverCeiling(due, in.MaxReplicas-busy-in.Demand)
+	if bounded {
+		p.BookedWaiting = bookingsOverCeiling(due, ceiling-busy-in.Demand)
 	}
 	p.BookingNote = bookingNote(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
 	p.StartPods = podsToStart(in, warm, leasedLive, int32(len(due)))

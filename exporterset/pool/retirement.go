@@ -18,13 +18,16 @@ const (
 	RetiredMaxUse RetirementReason = "max-use"
 	// RetiredIdleAge: it was idle for longer than the set's max-idle-age.
 	RetiredIdleAge RetirementReason = "idle-age"
+	// RetiredReclaimed: it was idle and a CapacityBudget took its place for another set's
+	// waiting Leases (its set's budget ceiling fell below what it held).
+	RetiredReclaimed RetirementReason = "reclaimed"
 	// RetiredFailed: it failed (a crash loop, a lost node, its exporter exited without a
 	// lease) and is replaced.
 	RetiredFailed RetirementReason = "failed"
 )
 
 // RetirementReasons are every reason, in the order the docs list them.
-var RetirementReasons = []RetirementReason{RetiredReleased, RetiredRolled, RetiredScaledDown, RetiredQuarantined, RetiredMaxUse, RetiredIdleAge, RetiredFailed}
+var RetirementReasons = []RetirementReason{RetiredReleased, RetiredRolled, RetiredScaledDown, RetiredQuarantined, RetiredMaxUse, RetiredIdleAge, RetiredReclaimed, RetiredFailed}
 
 // RetirementReason is why the plan retires in (one of Retire).
 func (p *Plan) RetirementReason(in *Instance) RetirementReason {
@@ -45,6 +48,8 @@ func (p *Plan) RetirementReason(in *Instance) RetirementReason {
 		return RetiredIdleAge
 	case has(p.Rolled):
 		return RetiredRolled
+	case has(p.Reclaimed):
+		return RetiredReclaimed
 	}
 	return RetiredScaledDown
 }

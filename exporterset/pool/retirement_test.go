@@ -36,7 +36,12 @@ func TestRetirementReasons(t *testing.T) {
 	if r := reasonOf(input(0, 4, 1, crashing), "a"); r != pool.RetiredFailed {
 		t.Errorf("crash loop: %q, want failed", r)
 	}
-	if len(pool.RetirementReasons) != 7 {
-		t.Errorf("%d reasons, the metric documents 7", len(pool.RetirementReasons))
+	budget := input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready, fixture.CreatedAt(time.Second)))
+	budget.BudgetCeiling = new(int32) // the budget took both places
+	if r := reasonOf(budget, "b"); r != pool.RetiredReclaimed {
+		t.Errorf("over a budget's lower ceiling: %q, want reclaimed", r)
+	}
+	if len(pool.RetirementReasons) != 8 {
+		t.Errorf("%d reasons, the metric documents 8", len(pool.RetirementReasons))
 	}
 }

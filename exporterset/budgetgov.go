@@ -1,0 +1,111 @@
+package exporterset
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/budget"
+)
+
+// governance is what the CapacityBudgets selecting a set say to one of its passes.
+type governance struct {
+	// budgets select the set, by name.
+	budgets []*vtv1alpha1.CapacityBudget
+	// ceiling is the lowest Allowed the budgets' status gives the set, nil when none has
+	// allocated for it yet (a budget's reservations still bound its creates).
+	ceiling *int32
+	// strictest names the budget ceiling comes from.
+	strictest string
+}
+
+// governed reports whether any budget selects the set.
+func (g governance) governed() bool { return len(g.budgets) > 0 }
+
+// names are the budgets' names, sorted.
+func (g governance) names() []string {
+	out := make([]string, len(g.budgets))
+	for i, b := range g.budgets {
+		out[i] = b.Name
+	}
+	return out
+}
+
+// budgetSelects reports whether b selects set. A selector that does not parse, or is empty
+// (admission refuses both), selects nothing.
+func budgetSelects(b *vtv1alpha1.CapacityBudget, set *vtv1alpha1.ExporterSet) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&b.Spec.Selector)
+	return err == nil && !sel.Empty() && sel.Matches(labels.Set(set.Labels))
+}
+
+// governanceOf reads the budgets of the set's namespace from the cache.
+func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet) (governance, error) {
+	var g governance
+	if !r.budgets {
+		return g, nil
+	}
+	var list vtv1alpha1.CapacityBudgetList
+	if err := r.client.List(ctx, &list, client.InNamespace(set.Namespace)); err != nil {
+		return g, fmt.Errorf("listing CapacityBudgets: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		b := &list.Items[i]
+		if b.DeletionTimestamp != nil || !budgetSelects(b, set) {
+			continue
+		}
+		g.budgets = append(g.budgets, b)
+		for _, s := range b.Status.Sets {
+			if s.Name == set.Name && (g.ceiling == nil || s.Allowed < *g.ceiling) {
+				allowed := s.Allowed
+				g.ceiling, g.strictest = &allowed, b.Name
+			}
+		}
+	}
+	return g, nil
+}
+
+// budgetConflictCondition says whether more than one budget selects the set; ok=false
+// removes the condition (at most one does).
+func budgetConflictCondition(cond condFunc, g governance) (metav1.Condition, bool) {
+	if len(g.budgets) < 2 {
+		return metav1.Condition{}, false
+	}
+	strictest := g.strictest
+	if strictest == "" {
+		strictest = "none has allocated for the set yet"
+	}
+	return cond(vtv1alpha1.ConditionBudgetConflict, true, vtv1alpha1.ReasonMultipleBudgets,
+		"CapacityBudgets %s all select this set: each bounds its creates, and the stricter ceiling applies (now %s's)",
+		strings.Join(g.names(), ", "), strictest), true
+}
+
+// instanceRequests is what one new instance of the set requests, as its provisioner renders
+// its Pod (budget.PodRequests), when a governing budget limits resources; nil otherwise.
+func (r *Reconciler) instanceRequests(ctx context.Context, p *pass) (corev1.ResourceList, error) {
+	limited := false
+	for _, b := range p.gov.budgets {
+		limited = limited || len(b.Spec.Limits.Resources) > 0
+	}
+	if !limited || p.prov == nil || p.req == nil {
+		return nil, nil
+	}
+	e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: p.set.Name + "-budget", Namespace: p.set.Namespace, Labels: instanceLabels(p.set, p.hash)}}
+	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	if err != nil {
+		return nil, fmt.Errorf("rendering an instance's Pod to count its requests against the CapacityBudget: %w", err)
+	}
+	rl := budget.PodRequests(pod)
+	if rl == nil {
+		rl = corev1.ResourceList{} // recorded as requesting nothing, not as unknown
+	}
+	return rl, nil
+}
