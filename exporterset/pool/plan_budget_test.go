@@ -13,7 +13,9 @@ func budgetCeiling(n int32) *int32 { return &n }
 // limits it; its excess is reclaimed from idle instances only.
 func TestPlanBudgetCeiling(t *testing.T) {
 	ready := func(name string) *pool.Instance { return fixture.Instance(name, fixture.Ready) }
-	leased := func(name string) *pool.Instance { return fixture.Instance(name, fixture.Ready, fixture.Leased("l-"+name)) }
+	leased := func(name string) *pool.Instance {
+		return fixture.Instance(name, fixture.Ready, fixture.Leased("l-"+name))
+	}
 
 	// 0 is a ceiling, not "unbounded": nothing is created, and the idle instance goes.
 	in := input(0, 4, 2, ready("a"))
