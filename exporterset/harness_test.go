@@ -97,7 +97,7 @@ func (w *world) controller(cfg *rest.Config, opts ...exporterset.Option) (stop f
 		}
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry,
-		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second)}, opts...)...)
+		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second), exporterset.WithCapacityBudgets()}, opts...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		w.t.Fatal(err)
 	}

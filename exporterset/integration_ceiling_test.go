@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,11 +33,17 @@ type ceilingWatch struct {
 
 func (w *world) watchCeiling(set string, ceiling int) *ceilingWatch {
 	w.t.Helper()
+	return w.watchExporters(labels.SelectorFromSet(labels.Set{pool.LabelSet: set}), ceiling)
+}
+
+// watchExporters counts the Exporters sel selects, as watchCeiling does for one set.
+func (w *world) watchExporters(sel labels.Selector, ceiling int) *ceilingWatch {
+	w.t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	wi, err := wc.Watch(w.ctx, &jumpstarterv1alpha1.ExporterList{}, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set})
+	wi, err := wc.Watch(w.ctx, &jumpstarterv1alpha1.ExporterList{}, client.InNamespace(w.ns), client.MatchingLabelsSelector{Selector: sel})
 	if err != nil {
 		w.t.Fatal(err)
 	}

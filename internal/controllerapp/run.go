@@ -193,6 +193,11 @@ func Run(ctx context.Context, cfg *rest.Config, f *Flags, version string) error 
 		log.Info(note, "prunedStatusFields", missing)
 		opts = append(opts, exporterset.WithStartupNotice(exporterset.EventUpstreamCRD, note))
 	}
+	if ok, why := budgetsUsable(ctx, mgr.GetRESTMapper(), mgr.GetClient(), namespaces); ok {
+		opts = append(opts, exporterset.WithCapacityBudgets())
+	} else {
+		log.Info("CapacityBudgets are not honoured: "+why, "docs", "docs/budget.md")
+	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg, opts...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
