@@ -24,6 +24,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
+	"github.com/exporterset/exporterset/provisioner"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/testenv"
 )
@@ -80,6 +81,20 @@ func newWorld(t *testing.T, simOpts ...jumpsim.Option) *world {
 // called (or the test ends).
 func (w *world) controller(cfg *rest.Config, opts ...exporterset.Option) (stop func()) {
 	w.t.Helper()
+	registry := w.fake.Registry()
+	if w.ext != nil {
+		if err := w.ext.Register(registry); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return w.controllerServing(cfg, registry, opts...)
+}
+
+// controllerServing runs a manager as controller does, serving the provisioners of
+// registry: two of them with different registries are two controller processes, each with
+// its own cache, queues and memory.
+func (w *world) controllerServing(cfg *rest.Config, registry *provisioner.Registry, opts ...exporterset.Option) (stop func()) {
+	w.t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  exporterset.CacheOptions(w.ns),
@@ -89,12 +104,6 @@ func (w *world) controller(cfg *rest.Config, opts ...exporterset.Option) (stop f
 	})
 	if err != nil {
 		w.t.Fatal(err)
-	}
-	registry := w.fake.Registry()
-	if w.ext != nil {
-		if err := w.ext.Register(registry); err != nil {
-			w.t.Fatal(err)
-		}
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry,
 		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second), exporterset.WithCapacityBudgets()}, opts...)...)
