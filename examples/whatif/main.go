@@ -3,6 +3,10 @@
 // report (pool.ComputeStatus) and what it would do next (pool.PlanScale) for a
 // given spec. Capacity planning ("how many instances would a lease storm of 20 add with a
 // ceiling of 30?") and tests of a controller built on the library use the same two calls.
+//
+// With -budget it prints instead what a CapacityBudget decides (budget.Allocate) for two
+// sets sharing a limit: set a settled at its warm buffer of 3 idle instances, set b with one
+// leased instance and -budget-waiting Leases waiting, as in the issue's check.
 package main
 
 import (
@@ -31,7 +35,14 @@ func main() {
 	maxR := flag.Int("max-replicas", 0, "spec.maxReplicas (0: no ceiling)")
 	buffer := flag.Int("min-available", 2, "spec.minAvailableReplicas (the warm buffer)")
 	demand := flag.Int("waiting-leases", 0, "Leases waiting for an exporter of this pool")
+	showBudget := flag.Bool("budget", false, "print a budget's decision for two sets instead")
+	budgetLimit := flag.Int("budget-limit", 4, "with -budget: the budget's limits.instances")
+	budgetWaiting := flag.Int("budget-waiting", 2, "with -budget: Leases waiting for set b")
 	flag.Parse()
+	if *showBudget {
+		budgetWhatIf(os.Stdout, twoSets(int32(*budgetLimit), int32(*budgetWaiting), time.Now()))
+		return
+	}
 	in.MinReplicas, in.MaxReplicas, in.MinAvailableReplicas, in.Demand = int32(*minR), int32(*maxR), int32(*buffer), int32(*demand)
 	whatIf(os.Stdout, in, ready, leased, starting)
 }

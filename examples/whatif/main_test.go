@@ -38,3 +38,33 @@ func TestWhatIf(t *testing.T) {
 		})
 	}
 }
+
+// The budget scenario prints budget.Allocate's decision: with two Leases waiting for b and
+// the budget full, two of a's idle instances are reclaimed for b; for b's warm buffer alone,
+// nothing is.
+func TestBudgetWhatIf(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		limit, waiting int32
+		want           []string
+	}{
+		{name: "waiting leases reclaim a's spares", limit: 4, waiting: 2, want: []string{
+			"budget: limit=4 used=4 exhausted=true overcommitted=false reclaims=2 short=[a b]",
+			"set a: live=3 wanted=3 waiting=0 allowed=1 reclaim=2 limited=true demand=false",
+			"set b: live=1 wanted=4 waiting=2 allowed=3 reclaim=0 limited=true demand=false"}},
+		{name: "no Lease waits: b's buffer waits for room, nothing is reclaimed for it", limit: 4, waiting: 0, want: []string{
+			"budget: limit=4 used=4 exhausted=true overcommitted=false reclaims=0 short=[b]",
+			"set a: live=3 wanted=3 waiting=0 allowed=3 reclaim=0 limited=false",
+			"set b: live=1 wanted=2 waiting=0 allowed=1 reclaim=0 limited=true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			budgetWhatIf(&out, twoSets(tc.limit, tc.waiting, time.Now()))
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

@@ -22,7 +22,8 @@ type entry struct {
 	// order, so that spares can hand the last one back (unreclaim).
 	reclaim int64
 	freed   [][]int64
-	// floor is what the floors phase gave it; demandLeft what of its demand is not met.
+	// floor is what the floors phase gave it, demand what the demand phase owes it and
+	// demandLeft what of that is not met yet.
 	floor, demand, demandLeft int64
 }
 
@@ -51,9 +52,12 @@ type book struct {
 	sets     []*entry // input order
 }
 
-// Allocate decides how many Exporters each governed set may hold (doc.go has the rules). It
-// is pure and total: any input, nonsense included, gives an answer (clean says how counts
-// are read; quantities below zero count as zero).
+// Allocate decides how many Exporters each governed set may hold (the package doc has the
+// rules). It is pure and total: any input, nonsense included, gives an answer. Counts are
+// read as clean says (negative ones as zero, each at most 2^20, Leaving at most Instances,
+// Idle at most the live unleased instances); quantities below zero count as zero, and
+// amounts saturate far above any real budget (lim). Duplicate names are allowed: ties
+// between them go by their place in the input.
 func Allocate(in Input) Allocation {
 	b := newBook(in)
 	b.floors()
@@ -62,6 +66,7 @@ func Allocate(in Input) Allocation {
 	return b.result(in, order)
 }
 
+// newBook reads the input: each set's live instances and amounts, and what is free.
 func newBook(in Input) *book {
 	b := &book{names: limited(in.Limits.Resources), freeInst: count(in.Limits.Instances)}
 	b.free = amounts(in.Limits.Resources, b.names)
