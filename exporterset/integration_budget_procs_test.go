@@ -92,6 +92,16 @@ func TestBudgetHeldAcrossTwoControllers(t *testing.T) {
 				return fmt.Sprintf("x %s; y %s", summary(x), summary(y))
 			})
 			var leases []*jumpstarterv1alpha1.Lease
+			if limit > 0 {
+				t.Cleanup(func() {
+					if t.Failed() {
+						b := w.getBudget("lab")
+						t.Logf("budget status: %+v", b.Status)
+						t.Logf("x: %s", summary(w.getSet("x").Status))
+						t.Logf("y: %s", summary(w.getSet("y").Status))
+					}
+				})
+			}
 			took[i], leases = w.leaseBurst("y", 5)
 			t.Logf("5 Leases for y assigned within %v (%s)", took[i].Round(time.Millisecond), name)
 			if limit > 0 {

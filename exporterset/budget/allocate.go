@@ -231,7 +231,7 @@ func (b *book) result(in Input, order []*entry) Allocation {
 	var minInst int64
 	minRes := make([]int64, len(b.names))
 	for _, e := range b.sets {
-		g := Grant{Name: e.Name, Allowed: toInt32(e.alloc + int64(e.Leaving)), Reclaim: toInt32(e.reclaim),
+		g := Grant{Name: e.Name, Allowed: toInt32(e.alloc), Reclaim: toInt32(e.reclaim),
 			Limited: e.alloc < e.live+e.need, Demand: e.demandLeft > 0}
 		a.Grants = append(a.Grants, g)
 		// What is used and the floors' sum are reported as given (negatives as zero), not

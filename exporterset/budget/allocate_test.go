@@ -52,7 +52,8 @@ func TestAllocate(t *testing.T) {
 				{Name: "a", Max: 4, Wanted: 3, Instances: 3, Leaving: 2, Idle: 1},
 				{Name: "b", Max: 4, Wanted: WantedOf(0, 4, 1, 3, 0, 0), Instances: 3, Leased: 3},
 			}},
-			grants: []Grant{g("a", 3, 0, true, false), g("b", 3, 0, true, false)},
+			// A's ceiling stays 1: its leaving two fill it until gone, and are not replaced.
+			grants: []Grant{g("a", 1, 0, true, false), g("b", 3, 0, true, false)},
 			short:  []string{"a", "b"},
 		},
 		{
@@ -63,7 +64,8 @@ func TestAllocate(t *testing.T) {
 				{Name: "a", Max: 4, Wanted: 3, Instances: 1, Idle: 1},
 				{Name: "b", Max: 4, Wanted: 1, Instances: 3, Leaving: 3},
 			}},
-			grants: []Grant{g("a", 3, 0, false, false), g("b", 4, 0, false, false)},
+			// B's leaving three fill its ceiling of 1 until gone: its replacement follows them.
+			grants: []Grant{g("a", 3, 0, false, false), g("b", 1, 0, false, false)},
 		},
 		{
 			name: "floors by name, then spares; Min over the limit is overcommitted",
@@ -227,7 +229,7 @@ func TestAllocate(t *testing.T) {
 				{Name: "a", Instances: 2, Leaving: 2},
 				{Name: "b", Wanted: 2},
 			}},
-			grants: []Grant{g("a", 2, 0, false, false), g("b", 2, 0, false, false)},
+			grants: []Grant{g("a", 0, 0, false, false), g("b", 2, 0, false, false)},
 		},
 		{
 			// Negative counts are zero, Leaving at most Instances, Idle at most the live
@@ -238,7 +240,7 @@ func TestAllocate(t *testing.T) {
 				{Name: "a", Wanted: -4, Instances: -1, BookedDue: 3},
 				{},
 			}},
-			grants: []Grant{g("a", 2, 0, true, false), g("a", 0, 0, false, false), g("", 0, 0, false, false)},
+			grants: []Grant{g("a", 0, 0, true, false), g("a", 0, 0, false, false), g("", 0, 0, false, false)},
 			short:  []string{"a"},
 		},
 		{

@@ -20,8 +20,10 @@
 //     the largest shortfall. A set reclaimed from gets its instance back first, so a
 //     reclaim that turned out unneeded is not made. Nothing is reclaimed for spares.
 //
-// A grant's Allowed counts the set's leaving instances too: it is the set's ceiling until
-// they are gone. A set that gets less than it wants is Limited; the budget is then Exhausted.
+// A grant's Allowed is the set's ceiling, and a set's ceiling counts every Exporter that
+// exists, its leaving ones too: a set whose Allowed its leaving instances still fill waits
+// for them to be gone. Allowed is not raised by the leaving ones: a donor that was
+// reclaimed from would otherwise replace what it gave up, once gone. A set that gets less than it wants is Limited; the budget is then Exhausted.
 //
 // PodRequests computes what a Pod counts against a budget's resources, as the scheduler
 // counts it.

@@ -20,7 +20,7 @@ func check(t *testing.T, in Input, a Allocation) {
 	for i, s := range in.Sets {
 		c, gr := clean(s), a.Grants[i]
 		live := int64(c.Instances - c.Leaving)
-		alloc := int64(gr.Allowed) - int64(c.Leaving)
+		alloc := int64(gr.Allowed)
 		need := max(0, int64(c.Wanted)-live)
 		if c.Max > 0 {
 			need = min(need, max(0, int64(c.Max)-live))
