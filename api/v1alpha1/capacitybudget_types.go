@@ -28,8 +28,10 @@ type BudgetLimits struct {
 	// Resources caps the sum of the governed instances' Pod requests (e.g. cpu, memory,
 	// devices.kubevirt.io/kvm), as the provisioner renders them: each container's requests
 	// summed, the largest init container's if greater, plus the Pod's overhead. A resource
-	// not named here is not limited.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, quantity(self[k]).isGreaterThan(quantity('0')) || quantity(self[k]).compareTo(quantity('0')) == 0)",message="spec.limits.resources must not be negative"
+	// not named here is not limited. At most 12 resources (a bound the API server needs to
+	// cost the CEL check).
+	// +kubebuilder:validation:MaxProperties=12
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="spec.limits.resources must not be negative"
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 }
