@@ -11,7 +11,7 @@ type CapacityBudgetSpec struct {
 	// governs. It selects sets by a label on the set, not by a set field, so it works as well
 	// under upstream's ExporterSet CRD. It must select something: an empty selector would
 	// govern every set of the namespace.
-	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="spec.selector must have matchLabels or matchExpressions: an empty selector would govern every ExporterSet of the namespace"
+	// +kubebuilder:validation:XValidation:rule="size(self.matchLabels) > 0 || size(self.matchExpressions) > 0",message="spec.selector must have matchLabels or matchExpressions: an empty selector would govern every ExporterSet of the namespace"
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// Limits are what the governed sets' instances may use together, at any one time.
@@ -28,8 +28,9 @@ type BudgetLimits struct {
 	// Resources caps the sum of the governed instances' Pod requests (e.g. cpu, memory,
 	// devices.kubevirt.io/kvm), as the provisioner renders them: each container's requests
 	// summed, the largest init container's if greater, plus the Pod's overhead. A resource
-	// not named here is not limited.
-	// +kubebuilder:validation:MaxProperties=8
+	// not named here is not limited. At most 12 resources (a bound the API server needs to
+	// cost the CEL check).
+	// +kubebuilder:validation:MaxProperties=12
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !quantity(string(self[k])).isLessThan(quantity('0')))",message="spec.limits.resources must not be negative"
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`

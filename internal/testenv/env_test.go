@@ -25,6 +25,7 @@ func TestCRDsInstalled(t *testing.T) {
 	}
 	for _, want := range []string{
 		"exportersets.virtualtarget.jumpstarter.dev", "virtualtargetclasses.virtualtarget.jumpstarter.dev",
+		"capacitybudgets.virtualtarget.jumpstarter.dev",
 		"exporters.jumpstarter.dev", "leases.jumpstarter.dev",
 	} {
 		if !got[want] {

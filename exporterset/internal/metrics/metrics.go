@@ -18,6 +18,7 @@ type Metrics struct {
 	backingOff                  *prometheus.GaugeVec
 	slo                         sloMetrics
 	quarantine                  quarantineMetrics
+	budget                      budgetMetrics
 	start                       time.Time // when the process began to look (slo.go)
 }
 
@@ -59,12 +60,14 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		backingOff: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_backing_off", Help: "1 while the set holds back new instances after consecutive failures, else 0."}, labels),
 		slo:        newSLOMetrics(),
 		quarantine: newQuarantineMetrics(),
+		budget:     newBudgetMetrics(),
 		start:      start.Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
 		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
 		reg.MustRegister(m.slo.collectors()...)
 		reg.MustRegister(m.quarantine.collectors()...)
+		reg.MustRegister(m.budget.collectors()...)
 	}
 	return m
 }
