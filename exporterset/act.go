@@ -245,7 +245,8 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		bctx, cancel := ctx, context.CancelFunc(func() {})
 		if p.gov.governed() {
 			// The budgets must hold a place for each before it is created (budgetledger.go).
-			reservedAt := r.clock.Now()
+			// A reservation's time is kept in whole seconds, rounded down: so is this one.
+			reservedAt := r.clock.Now().Truncate(time.Second)
 			got, err := r.reserve(ctx, p, p.gov, names, per)
 			if err != nil {
 				r.warning(p.set, nil, eventCreateFailed, "Create", "reserving capacity: %v", err)

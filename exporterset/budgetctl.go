@@ -16,6 +16,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/budget"
+	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 )
 
 // budgetReconciler keeps a CapacityBudget's status: what its sets hold and want, and the
@@ -186,8 +187,8 @@ func (b budgetReconciler) leadTimeOf(set *vtv1alpha1.ExporterSet) time.Duration 
 
 // observeBudget exports the budget's used and limit per resource and its waiting Leases.
 func (b budgetReconciler) observeBudget(cb *vtv1alpha1.CapacityBudget, st vtv1alpha1.CapacityBudgetStatus, view budgetView) {
-	used := map[string]float64{"instances": float64(st.Used.Instances)}
-	limit := map[string]float64{"instances": float64(cb.Spec.Limits.Instances)}
+	used := map[string]float64{metrics.BudgetInstances: float64(st.Used.Instances)}
+	limit := map[string]float64{metrics.BudgetInstances: float64(cb.Spec.Limits.Instances)}
 	for k, q := range cb.Spec.Limits.Resources {
 		limit[string(k)] = q.AsApproximateFloat64()
 		u := st.Used.Resources[k]
