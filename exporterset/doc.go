@@ -38,6 +38,9 @@
 //     Instance view and its Problems, ComputeStatus, PlanScale with rolls and the deletion
 //     order, bookings, the failure backoff, the lead-time log and the create window. It
 //     imports no client and no clock.
+//   - exporterset/budget: a CapacityBudget's allocation, pure and exported: floors, then
+//     waiting and booked demand (reclaiming idle spares from sets without demand), then
+//     warm buffers; and the Pod requests a budget counts.
 //   - exporterset/internal/metrics: the Prometheus series and the lease SLO bookkeeping.
 //   - exporterset/internal/fixture: instances built in memory for the pure tests.
 //
@@ -83,6 +86,19 @@
 // (retire.go's remove), so a replacement at the ceiling follows its predecessor in the same
 // pass and never overlaps it.
 //
-// The pure steps live in exporterset/pool and need no API server (examples/whatif uses
-// them on a pool built in memory).
+// # Capacity budgets (WithCapacityBudgets)
+//
+// A third reconciler (budgetctl.go), keyed by CapacityBudget, observes the sets a budget
+// selects (by their labels) as their own passes do, computes the allocation (package budget)
+// and writes the budget's status: usage, each set's counts and Allowed, and the conditions.
+// A governed set's pass reads Allowed as a second ceiling (pool.PlanInput.BudgetCeiling,
+// budgetgov.go) and, before each batch of creates, reserves the places in the budget's
+// status (budgetledger.go): it counts the governed Exporters with an uncached List plus the
+// reservations not yet seen as Exporters, and writes with the resourceVersion it read. So
+// the limit holds across controller processes; the allocation only decides who gets the
+// places. Reservations and the allocation share the budget's status, each write
+// optimistic; a reservation lapses after reservationGrace if its Exporter never came.
+//
+// The pure steps live in exporterset/pool and exporterset/budget and need no API server
+// (examples/whatif uses them on a pool built in memory).
 package exporterset

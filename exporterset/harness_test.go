@@ -24,9 +24,9 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/fakeprov"
-	"github.com/exporterset/exporterset/provisioner"
 	"github.com/exporterset/exporterset/internal/jumpsim"
 	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 var env *testenv.Env
