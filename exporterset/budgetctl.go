@@ -111,6 +111,9 @@ func (b budgetReconciler) budgetInput(ctx context.Context, cb *vtv1alpha1.Capaci
 		s := budgetSetOf(set, obs, b.leadTimeOf(set), now)
 		s.Instances = u.perSet[set.Name]
 		s.Used = u.perSetRes[set.Name]
+		// A place reserved is an instance about to start: it serves the set's waiting Leases
+		// as a starting one does, or the set's demand would reclaim for them a second time.
+		s.Idle += u.pending[set.Name]
 		if s.PerInstance == nil {
 			s.PerInstance = reservedRequests(live, set.Name)
 		}

@@ -79,13 +79,13 @@ func budgetConflictCondition(cond condFunc, g governance) (metav1.Condition, boo
 	if len(g.budgets) < 2 {
 		return metav1.Condition{}, false
 	}
-	strictest := g.strictest
-	if strictest == "" {
-		strictest = "none has allocated for the set yet"
+	now := "none has allocated for the set yet"
+	if g.ceiling != nil {
+		now = fmt.Sprintf("now %s's, %d", g.strictest, *g.ceiling)
 	}
 	return cond(vtv1alpha1.ConditionBudgetConflict, true, vtv1alpha1.ReasonMultipleBudgets,
-		"CapacityBudgets %s all select this set: each bounds its creates, and the stricter ceiling applies (now %s's)",
-		strings.Join(g.names(), ", "), strictest), true
+		"CapacityBudgets %s all select this set: each bounds its creates, and the stricter ceiling applies (%s)",
+		strings.Join(g.names(), ", "), now), true
 }
 
 // instanceRequests is what one new instance of the set requests, as its provisioner renders
