@@ -122,9 +122,7 @@ func withDrivers(list string) string {
 }
 
 func TestAdmissionRejects(t *testing.T) {
-	cases := []struct {
-		name, doc, want string
-	}{
+	cases := []rejection{
 		{"min above max", setWith("  minReplicas: 5\n  maxReplicas: 2\n"),
 			"minReplicas must be less than or equal to maxReplicas (when maxReplicas is not 0)"},
 		{"minAvailable above max", setWith("  minAvailableReplicas: 5\n  maxReplicas: 2\n"),
@@ -162,6 +160,16 @@ func TestAdmissionRejects(t *testing.T) {
 		{"ca bundle without name", strings.Replace(minimalClass, "{name: ca}", "{key: x}", 1), "spec.caBundleConfigMapRef.name: Required value"},
 		{"class parameters not an object", minimalClass + "  parameters: 3\n", "spec.parameters in body must be of type object"},
 	}
+	checkRejected(t, cases)
+}
+
+// rejection is a manifest the API server must refuse, with what its error must say.
+type rejection struct{ name, doc, want string }
+
+// checkRejected creates each case's manifest (dry run) and wants an Invalid error saying
+// its want.
+func checkRejected(t *testing.T, cases []rejection) {
+	t.Helper()
 	ns := namespace(t)
 	ctx := context.Background()
 	for _, tc := range cases {

@@ -52,7 +52,7 @@ func thirteen() string {
 }
 
 func TestBudgetAdmissionRejects(t *testing.T) {
-	cases := []struct{ name, doc, want string }{
+	cases := []rejection{
 		{"empty selector", budgetWith(budgetSelector, "selector: {}"), emptySelector},
 		{"empty matchLabels", budgetWith(budgetSelector, "selector: {matchLabels: {}}"), emptySelector},
 		{"empty matchExpressions", budgetWith(budgetSelector, "selector: {matchExpressions: []}"), emptySelector},
@@ -67,22 +67,7 @@ func TestBudgetAdmissionRejects(t *testing.T) {
 		{"more than 12 resources", budgetWith(budgetLimits, "limits: {instances: 4, resources: {"+thirteen()+"}}"), "spec.limits.resources: Too many"},
 		{"not a quantity", budgetWith(budgetLimits, "limits: {instances: 4, resources: {cpu: lots}}"), "spec.limits.resources.cpu"},
 	}
-	ns := namespace(t)
-	ctx := context.Background()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := env.Client.Create(ctx, manifest(t, ns, tc.doc), client.DryRunAll)
-			if err == nil {
-				t.Fatalf("accepted; want rejection containing %q", tc.want)
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("want an Invalid error, got %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error does not contain %q:\n%v", tc.want, err)
-			}
-		})
-	}
+	checkRejected(t, cases)
 }
 
 func TestBudgetAdmissionAccepts(t *testing.T) {
