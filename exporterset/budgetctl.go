@@ -50,6 +50,9 @@ func (b budgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if !b.servesAny(ctx, view.sets) {
+		return ctrl.Result{RequeueAfter: gateRetry}, nil // a standby, or none of its sets is ours
+	}
 	alloc := budget.Allocate(in)
 	st := budgetStatus(&cb, in, alloc, view, now)
 	b.observeBudget(&cb, st, view)
@@ -198,4 +201,25 @@ func (b budgetReconciler) observeBudget(cb *vtv1alpha1.CapacityBudget, st vtv1al
 		used[string(k)] = u.AsApproximateFloat64()
 	}
 	b.metrics.ObserveBudget(cb.Namespace, cb.Name, used, limit, int(view.waiting))
+}
+
+// servesAny reports whether this process acts on at least one of the governed sets: it
+// serves the set's provisioner and, with a gate, holds its lock. Only such a process writes
+// the allocation, so a standby replica does not (its sets' reservations still count: the
+// ledger is the limit, the allocation only who gets the places). Without a gate, or
+// without governed sets, it writes.
+func (b budgetReconciler) servesAny(ctx context.Context, sets []*vtv1alpha1.ExporterSet) bool {
+	if b.gate == nil || len(sets) == 0 {
+		return true
+	}
+	for _, set := range sets {
+		var class vtv1alpha1.VirtualTargetClass
+		if err := b.client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class); err != nil {
+			continue
+		}
+		if _, ok := b.registry.Get(class.Spec.Provisioner); ok && b.gate(set.Namespace, class.Spec.Provisioner) {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
 )
 
 // A controller killed between reserving and creating leaves reservations whose Exporters
@@ -86,4 +87,25 @@ func TestBudgetConflictStricterApplies(t *testing.T) {
 	t.Logf("BudgetConflict: %s", apimeta.FindStatusCondition(st.Conditions, vtv1alpha1.ConditionBudgetConflict).Message)
 	time.Sleep(2 * time.Second) // nothing more may come
 	cw.check(t, 1, 1)
+}
+
+// A standby (its gate shut for the sets' provisioner) writes no allocation: only a process
+// that acts on a governed set does.
+func TestBudgetStandbyWritesNothing(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config, exporterset.WithProvisionerGate(func(string, string) bool { return false }))
+	w.budget("lab", 3)
+	w.set("pool", 0, 4, 2, inBudget("lab"))
+	time.Sleep(3 * time.Second)
+	if st := w.getBudget("lab").Status; len(st.Sets) != 0 || len(st.Conditions) != 0 {
+		t.Errorf("a standby wrote the budget's status: %+v", st)
+	}
+	w.controller(env.Config) // an active process
+	w.eventually(20*time.Second, "the active process's allocation", func() string {
+		if st := w.getBudget("lab").Status; len(st.Sets) != 1 || st.Sets[0].Name != "pool" {
+			return fmt.Sprintf("status %+v", st)
+		}
+		return ""
+	})
 }
