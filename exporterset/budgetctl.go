@@ -135,7 +135,8 @@ func budgetSetOf(set *vtv1alpha1.ExporterSet, obs *observation, lead time.Durati
 	var newest time.Time
 	for _, in := range obs.Instances {
 		switch {
-		case in.Deleting() || in.Retiring():
+		case in.Deleting() || in.Retiring(),
+			in.Terminal() && !in.Leased() && set.Spec.RecycleStrategy != vtv1alpha1.RecycleInPlaceReuse: // exited: removed next
 			s.Leaving++
 			continue
 		case in.Leased():
