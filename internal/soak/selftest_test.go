@@ -26,6 +26,7 @@ import (
 var selfTestCeiling = func() CeilingOptions {
 	o := DefaultCeilingOptions()
 	o.Confirm, o.Recent, o.StayGrace, o.AvailableGrace = 300*time.Millisecond, 300*time.Millisecond, time.Second, time.Second
+	o.Starve = time.Second
 	return o
 }()
 
