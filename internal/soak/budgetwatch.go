@@ -46,6 +46,10 @@ type budgetWatch struct {
 	budgets   map[string]*watchedBudget  // budget name
 	members   map[types.UID]budgetMember // Exporters of any set, by UID
 	pending   []budgetGrowth
+	// allowed is each governed set's allowed as the budgets' statuses said it over time
+	// (the lowest over the budgets), for the roll floor: a set at its budget's allowed is at
+	// its ceiling (rollfloor.go).
+	allowed map[string][]maxChange
 
 	exhausted, demandExhausted, reclaimAsks, reclaimRetired int
 }
@@ -70,7 +74,7 @@ type budgetGrowth struct {
 }
 
 func newBudgetWatch() *budgetWatch {
-	return &budgetWatch{setLabels: map[string]labels.Set{}, budgets: map[string]*watchedBudget{}, members: map[types.UID]budgetMember{}}
+	return &budgetWatch{setLabels: map[string]labels.Set{}, budgets: map[string]*watchedBudget{}, members: map[types.UID]budgetMember{}, allowed: map[string][]maxChange{}}
 }
 
 // watchBudgets registers the budget watch's handlers on the checker's informers.
@@ -160,6 +164,35 @@ func (w *budgetWatch) budgetEvent(obj any) {
 		}
 	}
 	wb.asking = asking
+	now := time.Now()
+	for _, s := range b.Status.Sets {
+		h := w.allowed[s.Name]
+		if n := len(h); n == 0 || h[n-1].max != int64(s.Allowed) {
+			h = append(h, maxChange{at: now, max: int64(s.Allowed)})
+		}
+		for len(h) > 1 && now.Sub(h[1].at) > time.Minute {
+			h = h[1:]
+		}
+		w.allowed[s.Name] = h
+	}
+}
+
+// lowestAllowedSince is the lowest allowed a budget's status gave set from since on (the
+// value in effect at since and every later one); ok=false when no budget allocated for it.
+func (w *budgetWatch) lowestAllowedSince(set string, since time.Time) (lowest int64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	h := w.allowed[set]
+	for i, c := range h {
+		if i+1 < len(h) && !h[i+1].at.After(since) {
+			continue
+		}
+		if !ok || c.max < lowest {
+			lowest = c.max
+		}
+		ok = true
+	}
+	return lowest, ok
 }
 
 func (w *budgetWatch) budgetGone(obj any) {
@@ -304,6 +337,10 @@ type BudgetStats struct {
 	// StarveJudged counts the evaluations of the starvation invariant that found a Lease
 	// waiting while the budget was full and another set held idle instances above its floor.
 	StarveJudged int
+	// RollDipsAtAllowed counts the roll retirements that left one available instance less
+	// than the floor, allowed only because the set was at its budget's allowed (the
+	// one-at-a-time step at a full ceiling), not at maxReplicas.
+	RollDipsAtAllowed int
 }
 
 // BudgetStats returns what the CapacityBudgets did so far.
@@ -312,5 +349,8 @@ func (c *Checker) BudgetStats() BudgetStats {
 	c.mu.Lock()
 	s.StarveJudged = c.starveJudged
 	c.mu.Unlock()
+	c.rw.mu.Lock()
+	s.RollDipsAtAllowed = c.rw.budgetDips
+	c.rw.mu.Unlock()
 	return s
 }
