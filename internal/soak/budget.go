@@ -14,8 +14,8 @@ import (
 // The soak's CapacityBudget (issue 32): one budget over the sets marked budgeted (alpha,
 // beta and delta, on two provisioners), whose limit binds some of the time: the three sets
 // want 4 instances when idle (their floors add up to 2) and up to 10 with their leases, so
-// with a limit of 4 to 8 the walk's leases exhaust it, and sets with waiting Leases take
-// idle instances from the others (reclaims). The walk moves the limit now and then
+// with a limit of 3 to 6 (4 at first) the walk's leases exhaust it often but not always,
+// and sets with waiting Leases take idle instances from the others (reclaims). The walk moves the limit now and then
 // (budget-limit), up and down: the watched count is judged against the highest limit in
 // effect over budgetLimitWindow (budgetwatch.go), so Exporters above a lowered limit are
 // no violation, only one that joins beyond it once the window has passed.
@@ -28,7 +28,7 @@ const (
 )
 
 // budgetLimits are the limits the walk draws from; the first is the initial one.
-var budgetLimits = []int32{5, 4, 6, 8}
+var budgetLimits = []int32{4, 3, 5, 6}
 
 // newBudget is the soak's CapacityBudget with the given limit of instances.
 func newBudget(ns string, limit int32) *vtv1alpha1.CapacityBudget {
