@@ -70,7 +70,9 @@ func (c *Checker) checkStarvation(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	for i := range budgets.Items {
 		b := &budgets.Items[i]
-		for _, s := range starvingLeases(b, sets.Items, exporters.Items, pods.Items, leases.Items) {
+		list, near := starvingLeases(b, sets.Items, exporters.Items, pods.Items, leases.Items)
+		c.starveNear += near
+		for _, s := range list {
 			key := b.Name + "/" + s.lease
 			seen[key] = true
 			if c.isExcused(s.set, now) || c.isExcused(s.donor, now) {
@@ -108,11 +110,12 @@ type starving struct {
 }
 
 // starvingLeases returns the Leases of b's governed sets that wait, now, while b is full
-// and another governed set (the donor) holds idle instances above its floor.
-func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, leases []jumpstarterv1alpha1.Lease) []starving {
+// and another governed set (the donor) holds idle instances above its floor; near counts
+// the Leases waiting for a governed set while b is full, whatever the rest.
+func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, leases []jumpstarterv1alpha1.Lease) (out []starving, near int) {
 	sel, err := metav1.LabelSelectorAsSelector(&b.Spec.Selector)
 	if err != nil || sel.Empty() {
-		return nil
+		return nil, 0
 	}
 	governed := map[string]*vtv1alpha1.ExporterSet{}
 	for i := range sets {
@@ -127,7 +130,7 @@ func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet,
 		}
 	}
 	if count < b.Spec.Limits.Instances {
-		return nil
+		return nil, 0
 	}
 	// Each governed set's Leases: those waiting, and those unassigned (waiting or booked).
 	waiting := map[string][]string{}
@@ -142,6 +145,9 @@ func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet,
 		if apimeta.IsStatusConditionTrue(l.Status.Conditions, jumpstarterv1alpha1.LeaseConditionPending) && (l.Spec.ExporterRef == nil || l.Spec.ExporterRef.Name == "") {
 			waiting[board] = append(waiting[board], l.Name)
 		}
+	}
+	for _, w := range waiting {
+		near += len(w)
 	}
 	byOwner := podsByController(pods)
 	type inv struct{ total, live, usable, idle int32 }
@@ -174,7 +180,6 @@ func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet,
 		invOf[name] = n
 	}
 	sort.Strings(names)
-	var out []starving
 	for _, x := range names {
 		if len(waiting[x]) == 0 {
 			continue
@@ -202,5 +207,5 @@ func starvingLeases(b *vtv1alpha1.CapacityBudget, sets []vtv1alpha1.ExporterSet,
 			break
 		}
 	}
-	return out
+	return out, near
 }

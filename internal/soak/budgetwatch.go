@@ -337,6 +337,9 @@ type BudgetStats struct {
 	// StarveJudged counts the evaluations of the starvation invariant that found a Lease
 	// waiting while the budget was full and another set held idle instances above its floor.
 	StarveJudged int
+	// StarveNear counts, per evaluation, the Leases waiting for a governed set while the
+	// budget was full, whatever the rest (the exposure of the starvation invariant).
+	StarveNear int
 	// RollDipsAtAllowed counts the roll retirements that left one available instance less
 	// than the floor, allowed only because the set was at its budget's allowed (the
 	// one-at-a-time step at a full ceiling), not at maxReplicas.
@@ -347,7 +350,7 @@ type BudgetStats struct {
 func (c *Checker) BudgetStats() BudgetStats {
 	s := c.bw.stats()
 	c.mu.Lock()
-	s.StarveJudged = c.starveJudged
+	s.StarveJudged, s.StarveNear = c.starveJudged, c.starveNear
 	c.mu.Unlock()
 	c.rw.mu.Lock()
 	s.RollDipsAtAllowed = c.rw.budgetDips

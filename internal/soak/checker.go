@@ -73,6 +73,7 @@ type Checker struct {
 
 	starving     map[string]*starveClock // budget/lease -> its starvation clock (budgetstarve.go)
 	starveJudged int
+	starveNear   int
 }
 
 // podSighting says when an Exporter's Pods were last seen running or pending, and when last

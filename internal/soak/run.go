@@ -115,8 +115,8 @@ func (r *Result) Summary() string {
 // BudgetSummary says what the CapacityBudget did.
 func (r *Result) BudgetSummary() string {
 	b := r.Budget
-	return fmt.Sprintf("budget exhausted %d times (%d with Leases waiting), %d reclaim asks, %d governed instances retired under one, %d starvation evaluations with the budget full and an idle spare elsewhere, %d roll steps below the availability floor at the budget's allowed",
-		b.Exhausted, b.DemandExhausted, b.ReclaimAsks, b.ReclaimRetired, b.StarveJudged, b.RollDipsAtAllowed)
+	return fmt.Sprintf("budget exhausted %d times (%d with Leases waiting), %d reclaim asks, %d governed instances retired under one, %d starvation evaluations with the budget full and an idle spare elsewhere (of %d with a Lease waiting at a full budget), %d roll steps below the availability floor at the budget's allowed",
+		b.Exhausted, b.DemandExhausted, b.ReclaimAsks, b.ReclaimRetired, b.StarveJudged, b.StarveNear, b.RollDipsAtAllowed)
 }
 
 // QuarantineSummary says how many lease hooks failed, how many instances were quarantined
