@@ -311,7 +311,7 @@ func (w *budgetWatch) judge(now time.Time) []Violation {
 	}
 	w.pending = rest
 	for _, wb := range w.budgets {
-		for len(wb.limits) > 1 && wb.limits[1].at.Before(now.Add(-budgetLimitWindow-ceilingJudgeDelay)) {
+		for len(wb.limits) > 1 && wb.limits[1].at.Before(now.Add(-budgetLimitWindow-2*ceilingJudgeDelay)) {
 			wb.limits = wb.limits[1:]
 		}
 	}
