@@ -42,7 +42,10 @@ func (wk *Walk) bookLease(ctx context.Context) (string, bool, error) {
 // bookingProblems names the booked leases that have begun and are still unassigned although
 // their set's ceiling allows them: maxReplicas holds every lease of the set that is assigned
 // or has begun, besides the instances disabled by hand.
-func bookingProblems(leases []jumpstarterv1alpha1.Lease, sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, now time.Time) []string {
+//
+// A set governed by a full CapacityBudget (budgetFull) is excused: its begun bookings wait
+// for Leases as any other, and the starvation invariant judges whether they should.
+func bookingProblems(leases []jumpstarterv1alpha1.Lease, sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Exporter, now time.Time, budgetFull map[string]bool) []string {
 	type demand struct{ begun, assigned int32 }
 	bySet := map[string]*demand{}
 	var late []*jumpstarterv1alpha1.Lease
@@ -81,6 +84,9 @@ func bookingProblems(leases []jumpstarterv1alpha1.Lease, sets []vtv1alpha1.Expor
 		}
 		if set == nil {
 			continue // no pool for it: Unsatisfiable is the Jumpstarter controller's business
+		}
+		if budgetFull[set.Name] {
+			continue // the budget holds it back
 		}
 		// Hand-disabled instances hold their places; quarantined ones do not: the set
 		// removes them when the ceiling blocks a replacement that a waiting lease needs.

@@ -41,7 +41,7 @@ func TestBookingProblems(t *testing.T) {
 		}, []string{"b1", "b2"}},
 	}
 	for _, c := range cases {
-		got := bookingProblems(c.leases, []vtv1alpha1.ExporterSet{set}, nil, now)
+		got := bookingProblems(c.leases, []vtv1alpha1.ExporterSet{set}, nil, now, nil)
 		if len(got) != len(c.want) {
 			t.Errorf("%s: %q, want problems for %v", c.name, got, c.want)
 			continue
@@ -57,7 +57,7 @@ func TestBookingProblems(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{{UID: "set-uid", Controller: ptr.To(true), Kind: "ExporterSet", Name: "x86"}}},
 		Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(false)}}
 	leases := []jumpstarterv1alpha1.Lease{lease("a1", -time.Minute, true), lease("b1", -10*time.Second, false), lease("b2", -10*time.Second, false)}
-	if got := bookingProblems(leases, []vtv1alpha1.ExporterSet{set}, []jumpstarterv1alpha1.Exporter{disabled}, now); len(got) != 0 {
+	if got := bookingProblems(leases, []vtv1alpha1.ExporterSet{set}, []jumpstarterv1alpha1.Exporter{disabled}, now, nil); len(got) != 0 {
 		t.Errorf("with a hand-disabled instance the ceiling leaves a booking waiting, got %q", got)
 	}
 }

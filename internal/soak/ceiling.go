@@ -34,6 +34,10 @@ type CeilingOptions struct {
 	// ResetSlack lengthens each backoff span of the churn bound: the controller sees a reset
 	// (a spec change, a ready instance) a little after or before the checker does.
 	ResetSlack time.Duration
+	// Starve is how long a Lease may wait for a governed set while the CapacityBudget is
+	// full and another governed set without demand holds idle instances above its floor
+	// (budgetstarve.go): the budget's pass, the donor's retirement and the watches' lag.
+	Starve time.Duration
 	// BackoffBase and BackoffCap are the failure backoff the soak's reconciler runs with;
 	// the churn bound is derived from them.
 	BackoffBase, BackoffCap time.Duration
@@ -50,7 +54,7 @@ const (
 // DefaultCeilingOptions are generous enough for a loaded 2-core machine.
 func DefaultCeilingOptions() CeilingOptions {
 	return CeilingOptions{Confirm: 5 * time.Second, Recent: 10 * time.Second, StayGrace: 15 * time.Second,
-		AvailableGrace: 15 * time.Second, ChurnWindow: time.Minute, ResetSlack: 2 * time.Second,
+		AvailableGrace: 15 * time.Second, ChurnWindow: time.Minute, ResetSlack: 2 * time.Second, Starve: 20 * time.Second,
 		BackoffBase: soakBackoffBase, BackoffCap: soakBackoffCap}
 }
 

@@ -69,6 +69,11 @@ type Checker struct {
 	fw *failureWatch    // the failure invariants' memory (failwatch.go)
 	rw *rollWatch       // the roll floor's memory (rollwatch.go)
 	qw *quarantineWatch // the quarantine invariant's memory (quarantinewatch.go)
+	bw *budgetWatch     // the CapacityBudget's watched count (budgetwatch.go)
+
+	starving     map[string]*starveClock // budget/lease -> its starvation clock (budgetstarve.go)
+	starveJudged int
+	starveNear   int
 }
 
 // podSighting says when an Exporter's Pods were last seen running or pending, and when last
@@ -105,6 +110,8 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		fw:       newFailureWatch(),
 		rw:       newRollWatch(),
 		qw:       newQuarantineWatch(),
+		bw:       newBudgetWatch(),
+		starving: map[string]*starveClock{},
 	}, nil
 }
 
@@ -146,6 +153,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.watchQuarantine(ctx); err != nil {
+		return err
+	}
+	if err := c.watchBudgets(ctx); err != nil {
 		return err
 	}
 	go func() { _ = c.cache.Start(ctx) }()
@@ -312,6 +322,12 @@ func (c *Checker) loop(ctx context.Context) {
 		c.followHookFailures(ctx, time.Now())
 		for _, v := range c.cw.judge(time.Now(), c.opts.Recent) {
 			c.Report(v.Invariant, v.Object, "%s", v.Detail)
+		}
+		for _, v := range c.bw.judge(time.Now()) {
+			c.Report(v.Invariant, v.Object, "%s", v.Detail)
+		}
+		if err := c.checkStarvation(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			c.history.Record(KindNote, "checker: %v", err)
 		}
 		if err := c.checkCeilings(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.history.Record(KindNote, "checker: %v", err)

@@ -79,7 +79,9 @@ func (c *controller) start(ctx context.Context) error {
 		// Short, so that the not-registering fault shows as NotRegistering within a walk.
 		exporterset.WithRegistrationGrace(registrationGrace),
 		// Resources left behind on the external pool's remote side are swept within seconds.
-		exporterset.WithInventoryInterval(inventoryInterval))
+		exporterset.WithInventoryInterval(inventoryInterval),
+		// The soak's CapacityBudget governs three of its sets (budget.go); the CRD is installed.
+		exporterset.WithCapacityBudgets())
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("soak: setting up reconciler: %w", err)
 	}

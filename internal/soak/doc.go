@@ -56,12 +56,23 @@
 // It also gives a set a max-idle-age of 5-25 s for 15-40 s (idle-age), taken away the same
 // way, so that idle instances are replaced by surge under the rest of the walk.
 //
+// Three of its sets (alpha, beta, delta) share a CapacityBudget (budget.go) of 3 to 6
+// instances, 4 at first, which the walk moves now and then (budget-limit): they want 4
+// when idle and up to 10 with their leases, so the budget is exhausted often, and sets with
+// waiting Leases take idle instances from the others. The controller runs with
+// WithCapacityBudgets.
+//
 // The [Checker] judges, on every watch event:
 //   - the ceiling, counted from the Exporter watch: each Exporter of a set counts from its
 //     ADDED event (or the update that makes it the set's) until its DELETED event (or its
 //     release), whatever its state, being deleted or retiring included, and one joining the
 //     set must not take it over the highest maxReplicas in effect within the last few
 //     seconds (ceilingwatch.go; judged 2 s later, as the set's watch may lag);
+//   - the budget, counted from the same watch (budgetwatch.go): the governed sets'
+//     Exporters (a set's by its set label, else its controller; any state) never number
+//     more than limits.instances when one joins, against the highest limit in effect over
+//     the last 20 s (a lowered limit still counts while a create reserved under the old
+//     one may come; Exporters above it are not a violation, a create beyond it is);
 //   - no Exporter holding a lease is disabled (retiring annotation) or deleted by the
 //     controller, and no Lease is left assigned to a deleted Exporter;
 //   - no Exporter is deleted unless it was retiring or its exporter had exited;
@@ -89,6 +100,12 @@
 //     counted (not judged: a controller restarted by the walk forgets a report);
 //
 // and a few times a second:
+//   - demand before spares (budgetstarve.go): no Lease waits for a governed set for longer
+//     than 20 s while, all the time, the budget is full (by the watch), the set is below
+//     its maxReplicas with fewer usable unleased instances than waiting Leases, and another
+//     governed set with no unassigned Lease holds an idle (enabled, unleased, ready, not
+//     failing, leaving, exited or quarantined) instance above its minReplicas, neither set
+//     excused;
 //   - the instances not being recycled never exceed maxReplicas for long (beyond leased or
 //     hand-disabled ones, which cannot be retired), and a set never stays above maxReplicas
 //     for long except while it cannot act (class gone, controller down, node fault...);
@@ -107,7 +124,13 @@
 // occupy the ceiling and count towards neither; they may be deleted without retiring, and an
 // exited one is kept, not recycled), nothing may still be recycling, and no Pod, Secret or Exporter
 // may be orphaned, and no remote resource of the external fake may lack its Exporter (same
-// name and UID) nor a recorded Exporter its remote resource ([Checker.Final]). The walk also
+// name and UID) nor a recorded Exporter its remote resource ([Checker.Final]). The budget's
+// status must be current, its reservations must each name an existing Exporter or be
+// younger than the 20 s grace, and its used.instances (and each set's instances) must
+// equal the governed Exporters plus those reservations; a set of a full budget is excused
+// its warm buffer, floor and begun bookings (the starvation invariant, which runs during
+// the settle too, judges whether the budget hands its capacity out as it should). The roll
+// floor takes a set's allowed in the budget's status as its ceiling, as maxReplicas. The walk also
 // books leases ahead (bookings.go); the final state waits for every booking to begin, and
 // each must then be assigned where its set's ceiling allows.
 //

@@ -45,7 +45,8 @@ func (c *Checker) Final(ctx context.Context) ([]string, error) {
 	var exporters jumpstarterv1alpha1.ExporterList
 	var pods corev1.PodList
 	var secrets corev1.SecretList
-	for _, l := range []client.ObjectList{&sets, &classes, &exporters, &pods, &secrets} {
+	var budgets vtv1alpha1.CapacityBudgetList
+	for _, l := range []client.ObjectList{&sets, &classes, &exporters, &pods, &secrets, &budgets} {
 		if err := r.List(ctx, l, ns); err != nil {
 			return nil, err
 		}
@@ -55,22 +56,24 @@ func (c *Checker) Final(ctx context.Context) ([]string, error) {
 		bindings[cl.Name] = cl.Spec.BindingMode
 	}
 	byOwner := podsByController(pods.Items)
-	var problems []string
+	problems, full := budgetFinal(budgets.Items, sets.Items, exporters.Items, time.Now())
 	for i := range sets.Items {
-		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner)...)
+		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner, full[sets.Items[i].Name])...)
 	}
 	problems = append(problems, orphans(sets.Items, exporters.Items, pods.Items, secrets.Items)...)
 	leases, err := listLeases(ctx, r, c.ns)
 	if err != nil {
 		return nil, err
 	}
-	problems = append(problems, bookingProblems(leases, sets.Items, exporters.Items, time.Now())...)
+	problems = append(problems, bookingProblems(leases, sets.Items, exporters.Items, time.Now(), full)...)
 	problems = append(problems, remoteProblems(c.ns, exporters.Items, c.remoteList())...)
 	sort.Strings(problems)
 	return problems, nil
 }
 
-func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.BindingMode, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, byOwner map[types.UID][]*corev1.Pod) []string {
+// budgetFull (a CapacityBudget governing the set is full, budgetfinal.go) excuses the floor
+// and the warm buffer.
+func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.BindingMode, exporters []jumpstarterv1alpha1.Exporter, pods []corev1.Pod, byOwner map[types.UID][]*corev1.Pod, budgetFull bool) []string {
 	var problems []string
 	bad := func(format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("set %s: ", set.Name)+fmt.Sprintf(format, args...))
@@ -138,7 +141,7 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	if maxR > 0 {
 		floor = min(floor, max(0, maxR-occupying))
 	}
-	if live < floor || total < set.Spec.MinReplicas && (maxR == 0 || total < maxR) {
+	if !budgetFull && (live < floor || total < set.Spec.MinReplicas && (maxR == 0 || total < maxR)) {
 		bad("%d live instances (%d in all), minReplicas %d, maxReplicas %d, %d leased ones being replaced or quarantined ones kept [%s]", live, total, set.Spec.MinReplicas, maxR, occupying, instances)
 	}
 	buffer := set.Spec.MinAvailableReplicas
@@ -147,6 +150,9 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 			bad("%d instances, maxReplicas %d (%d leased or disabled by hand, %d quarantined) [%s]", total, maxR, stuck, quarantined, instances)
 		}
 		buffer = min(buffer, max(0, maxR-stuck-quarantined))
+	}
+	if budgetFull {
+		buffer = 0 // the budget holds the buffer back: what it gives whom is budgetstarve.go's
 	}
 	if binding == vtv1alpha1.BindingWaitForFirstConsumer {
 		if warm < buffer {

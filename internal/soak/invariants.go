@@ -41,6 +41,15 @@ const (
 	// InvQuarantineEnabled: the set marked an Exporter quarantined without disabling it in
 	// the same write.
 	InvQuarantineEnabled = "quarantine-mark-without-disable"
+	// InvBudgetExceeded: an Exporter joined a set a CapacityBudget governs while the governed
+	// sets already had limits.instances Exporters, counted from the Exporter watch (ADDED
+	// until DELETED, any state), beyond the highest limit of the last budgetLimitWindow
+	// (budgetwatch.go).
+	InvBudgetExceeded = "budget-exceeded-counted-from-watch"
+	// InvBudgetStarved: a Lease waited for a governed set, longer than CeilingOptions.Starve,
+	// while the budget was full and another governed set without demand held idle
+	// instances above its minReplicas (budgetstarve.go).
+	InvBudgetStarved = "waiting-lease-starved-beside-idle-spares"
 	// InvFinal: the final invariants did not hold within the settle time after the walk.
 	InvFinal = "not-converged-after-walk"
 	// InvInjected: the self-test's fake violation.

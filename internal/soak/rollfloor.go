@@ -20,8 +20,9 @@ import (
 // outdated spec hash (see rollwatch.go) that was available, the set's available instances
 // of either spec that are not being retired must still number at least
 //
-//	min(level, available just before) - (1 if the set is at maxReplicas, else 0)
+//	min(level, available just before) - (1 if the set is at its ceiling, else 0)
 //
+// (its ceiling: maxReplicas, or the allowed of a CapacityBudget governing it, budgetwatch.go)
 // where level = max(minAvailableReplicas, minReplicas - leased): the rule of
 // exporterset/roll.go, restated from the issue, with the one-at-a-time step at a full
 // ceiling. Only roll retirements are judged: a retirement while the set has an excess over
@@ -55,6 +56,9 @@ type pendingRetirement struct {
 	specs     []specSample
 	occupied  int
 	atCeiling bool
+	// atBudget: at the budget's allowed and not at maxReplicas (counted when the step
+	// dips the availability, budgetDips).
+	atBudget bool
 }
 
 // observeRetirement decides whether the retirement of o (now n) is one to judge and, if so,
@@ -72,6 +76,9 @@ func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alph
 		return
 	}
 	instances := instancesOf(&set, exporters.Items, nil)
+	// A CapacityBudget's allowed is the set's ceiling beside maxReplicas (the lowest the
+	// budget gave it over the window, the lenient reading).
+	allowed, budgeted := c.bw.lowestAllowedSince(setName, now.Add(-2*rollSkew-time.Second))
 	mine := false
 	for _, in := range instances {
 		mine = mine || in.Exporter.UID == n.UID
@@ -133,6 +140,15 @@ func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alph
 	if len(p.specs) == 0 {
 		return // the set's spec not seen yet: cannot tell
 	}
+	if budgeted {
+		if int64(p.occupied) > allowed {
+			r.skipped["excess over the budget's allowed"]++ // a reclaim, not the roll
+			return
+		}
+		p.atBudget = int64(p.occupied) >= allowed
+		p.atCeiling = p.atCeiling || p.atBudget
+	}
+	atMax := false
 	for _, s := range p.specs {
 		wanted := max(int(s.minR), busy+int(s.minAvail)+waiting)
 		if s.maxRepl > 0 {
@@ -142,6 +158,10 @@ func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alph
 			}
 			wanted = min(wanted, int(s.maxRepl))
 			p.atCeiling = p.atCeiling || p.occupied >= int(s.maxRepl)
+			atMax = atMax || p.occupied >= int(s.maxRepl)
+		}
+		if budgeted {
+			wanted = min(wanted, int(allowed))
 		}
 		if warm > wanted-busy {
 			r.skipped["surplus of current-spec instances"]++
@@ -155,6 +175,7 @@ func (c *Checker) observeRetirement(ctx context.Context, o, n *jumpstarterv1alph
 			return
 		}
 	}
+	p.atBudget = p.atBudget && !atMax
 	r.pending = append(r.pending, p)
 }
 
@@ -223,11 +244,14 @@ func (c *Checker) judgeRetirement(p pendingRetirement, xPods []*corev1.Pod, now 
 		floor-- // the documented one-at-a-time step at a full ceiling
 	}
 	r.judged++
+	if p.atBudget && after < min(level, before) {
+		r.budgetDips++ // allowed only by the budget's allowed as the ceiling
+	}
 	r.mu.Unlock()
 	if after < floor {
 		c.Report(InvRollFloor, p.set, "the controller retired %s (outdated spec hash %s, available) at %s (pass of %s): %d available instances not being retired are left, below min(level %d, %d available before)%s; %d occupy the ceiling; leased %d; specs since %s: [%s]; the others: [%s]",
 			p.name, p.hash, p.obs.Format("15:04:05.000"), p.ann.Format("15:04:05"), after, level, before,
-			map[bool]string{true: " - 1 (at maxReplicas)", false: ""}[p.atCeiling], p.occupied, leased,
+			map[bool]string{true: " - 1 (at maxReplicas or the budget's allowed)", false: ""}[p.atCeiling], p.occupied, leased,
 			since.Format("15:04:05.000"), strings.Join(specs, "; "), strings.Join(words, ", "))
 	}
 }

@@ -78,8 +78,11 @@ type rollWatch struct {
 	pending    []pendingRetirement
 
 	started, completed, judged int
-	byVia                      map[string]int
-	skipped                    map[string]int // outdated retirements not judged, by why
+	// budgetDips counts the roll retirements that left one less available instance than
+	// the floor only because the set was at its CapacityBudget's allowed (rollfloor.go).
+	budgetDips int
+	byVia      map[string]int
+	skipped    map[string]int // outdated retirements not judged, by why
 }
 
 func newRollWatch() *rollWatch {

@@ -83,6 +83,9 @@ type Result struct {
 	// HookLeft and HookStayed count the failed hooks whose instance was, or was not, out of
 	// service 2 s later (counted, not judged: see Checker.followHookFailures).
 	HookLeft, HookStayed int
+	// Budget is what the soak's CapacityBudget did (exhaustions, reclaims), from its status
+	// and the Exporters' watch (budgetwatch.go).
+	Budget BudgetStats
 }
 
 // Failed reports whether an invariant broke during or after the walk.
@@ -104,9 +107,16 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s, %s: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s, %s, %s: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), r.QuarantineSummary(), verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), r.QuarantineSummary(), r.BudgetSummary(), verdict)
+}
+
+// BudgetSummary says what the CapacityBudget did.
+func (r *Result) BudgetSummary() string {
+	b := r.Budget
+	return fmt.Sprintf("budget exhausted %d times (%d with Leases waiting), %d reclaim asks, %d governed instances retired under one, %d starvation evaluations with the budget full and an idle spare elsewhere (of %d with a Lease waiting at a full budget), %d roll steps below the availability floor at the budget's allowed",
+		b.Exhausted, b.DemandExhausted, b.ReclaimAsks, b.ReclaimRetired, b.StarveJudged, b.StarveNear, b.RollDipsAtAllowed)
 }
 
 // QuarantineSummary says how many lease hooks failed, how many instances were quarantined
@@ -276,6 +286,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.RollsStarted, res.RollsBy, res.RollsDone, res.RollJudged, res.RollSkipped = w.checker.RollStats()
 	res.Quarantines, res.Reenabled, res.HookFailures, res.AssignJudged, res.AssignRaced = w.checker.QuarantineStats()
 	res.HookLeft, res.HookStayed = w.checker.HookFollowUps()
+	res.Budget = w.checker.BudgetStats()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)

@@ -26,6 +26,7 @@ import (
 var selfTestCeiling = func() CeilingOptions {
 	o := DefaultCeilingOptions()
 	o.Confirm, o.Recent, o.StayGrace, o.AvailableGrace = 300*time.Millisecond, 300*time.Millisecond, time.Second, time.Second
+	o.Starve = time.Second
 	return o
 }()
 
@@ -306,7 +307,7 @@ func TestFinalCountsEveryLeaseAgainstTheCeiling(t *testing.T) {
 		}),
 	}
 	set.Status = expool.ComputeStatus(instancesOf(set, exporters, nil), nil).Status()
-	problems := finalSet(set, map[string]vtv1alpha1.BindingMode{"full": vtv1alpha1.BindingWaitForFirstConsumer}, exporters, nil, nil)
+	problems := finalSet(set, map[string]vtv1alpha1.BindingMode{"full": vtv1alpha1.BindingWaitForFirstConsumer}, exporters, nil, nil, false)
 	if len(problems) > 0 {
 		t.Errorf("a full set with every instance leased is converged, got: %v", problems)
 	}

@@ -63,6 +63,7 @@ func newWalk(seed int64, w *world) *Walk {
 		f:        newFailureState(),
 	}
 	wk.actions = append(append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...), wk.hookCatalogue()...)
+	wk.actions = append(wk.actions, wk.budgetCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}

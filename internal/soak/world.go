@@ -39,6 +39,8 @@ type pool struct {
 	// hooks are the lease hooks the walk gave the class (parameters.hooks), nil for none
 	// (hook_actions.go); classParameters renders them, so other class edits keep them.
 	hooks map[string]any
+	// budgeted sets carry the label the soak's CapacityBudget selects (budget.go).
+	budgeted bool
 }
 
 // startupDeadline is the soak classes' startupDeadline: short, so that an instance stuck
@@ -55,10 +57,10 @@ func runtimeImage(p *pool) string  { return "registry.example/soak-runtime-" + p
 // ceiling often; one runs on the real plugin when it was built.
 func pools(withPlugin bool) []pool {
 	out := []pool{
-		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true},
-		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0},
+		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true, budgeted: true},
+		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0, budgeted: true},
 		// Targets outside the Pod: the external fake's remote resources (external_actions.go).
-		{set: "delta", class: "fake-ext", provisioner: fakeprov.ExternalName, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: time.Second},
+		{set: "delta", class: "fake-ext", provisioner: fakeprov.ExternalName, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: time.Second, budgeted: true},
 	}
 	if withPlugin {
 		out = append(out, pool{set: "gamma", class: "plugin", provisioner: PluginProvisioner, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: 2 * time.Second})
@@ -140,8 +142,12 @@ func newClass(ns string, p *pool) *vtv1alpha1.VirtualTargetClass {
 }
 
 func newSet(ns string, p *pool) *vtv1alpha1.ExporterSet {
+	var setLabels map[string]string
+	if p.budgeted {
+		setLabels = map[string]string{budgetLabel: budgetName}
+	}
 	return &vtv1alpha1.ExporterSet{
-		ObjectMeta: metav1.ObjectMeta{Name: p.set, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: p.set, Namespace: ns, Labels: setLabels},
 		Spec: vtv1alpha1.ExporterSetSpec{
 			VirtualTargetClassName: p.class,
 			Selector:               metav1.LabelSelector{MatchLabels: map[string]string{"board": p.set}},
@@ -171,6 +177,9 @@ func (w *world) populate(ctx context.Context) error {
 		if err := w.c.Create(ctx, newSet(w.ns, p)); err != nil {
 			return fmt.Errorf("creating set %s: %w", p.set, err)
 		}
+	}
+	if err := w.c.Create(ctx, newBudget(w.ns, budgetLimits[0])); err != nil {
+		return fmt.Errorf("creating CapacityBudget %s: %w", budgetName, err)
 	}
 	return nil
 }
