@@ -20,8 +20,8 @@ import (
 type governance struct {
 	// budgets select the set, by name.
 	budgets []*vtv1alpha1.CapacityBudget
-	// ceiling is the lowest Allowed the budgets' status gives the set, nil when none has
-	// allocated for it yet (a budget's reservations still bound its creates).
+	// ceiling is the lowest ceiling the budgets' status gives the set (ceilingOf), nil
+	// when none has allocated for it yet (a budget's reservations still bound its creates).
 	ceiling *int32
 	// strictest names the budget ceiling comes from.
 	strictest string
@@ -46,8 +46,9 @@ func budgetSelects(b *vtv1alpha1.CapacityBudget, set *vtv1alpha1.ExporterSet) bo
 	return err == nil && !sel.Empty() && sel.Matches(labels.Set(set.Labels))
 }
 
-// governanceOf reads the budgets of the set's namespace from the cache.
-func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet) (governance, error) {
+// governanceOf reads the budgets of the set's namespace from the cache; holds is how many
+// Exporters the set holds now, as this pass sees them.
+func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet, holds int32) (governance, error) {
 	var g governance
 	if !r.budgets {
 		return g, nil
@@ -64,13 +65,29 @@ func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterS
 		}
 		g.budgets = append(g.budgets, b)
 		for _, s := range b.Status.Sets {
-			if s.Name == set.Name && (g.ceiling == nil || s.Allowed < *g.ceiling) {
-				allowed := s.Allowed
-				g.ceiling, g.strictest = &allowed, b.Name
+			if c := ceilingOf(b, s, holds); s.Name == set.Name && (g.ceiling == nil || c < *g.ceiling) {
+				g.ceiling, g.strictest = &c, b.Name
 			}
 		}
 	}
 	return g, nil
+}
+
+// ceilingOf is the ceiling a budget gives a set: its Allowed, and one more while the set
+// has all it wants and the budget has a place free. The allocation grants a set no more
+// than it wants, so without that one a governed set could never surge: every roll and
+// idle-age replacement would retire first, leaving the set one short meanwhile, however
+// empty the budget. The spare place is only room: the set's plan creates above what it
+// wants only to surge, and its reservation still needs the place free (budgetledger.go).
+// The budget's count is as fresh as its last status: the set's own part of it is taken
+// from what the pass holds now (holds), so a place the set itself has just freed counts
+// as free before the budget has written again.
+func ceilingOf(b *vtv1alpha1.CapacityBudget, s vtv1alpha1.BudgetSetStatus, holds int32) int32 {
+	used := b.Status.Used.Instances - s.Instances + holds
+	if s.Allowed >= s.Wanted && used < b.Spec.Limits.Instances {
+		return s.Allowed + 1
+	}
+	return s.Allowed
 }
 
 // budgetConflictCondition says whether more than one budget selects the set; ok=false

@@ -54,3 +54,31 @@ func TestBudgetStandbyWritesNothing(t *testing.T) {
 		return ""
 	})
 }
+
+// A governed set rolls by surge while its budget has a place free: sampled every 100 ms,
+// availableReplicas never drops below the buffer, and the budget is never exceeded.
+func TestBudgetLeavesRoomToSurge(t *testing.T) {
+	w := newWorld(t, jumpsim500msStart()...)
+	w.class("fake")
+	w.controller(env.Config)
+	w.budget("lab", 4)
+	cw := w.watchExporters(setsSelector(t, "pool"), 4)
+	set := w.set("pool", 0, 6, 3, inBudget("lab"))
+	w.waitHealthy("pool", 3, 30*time.Second)
+	before := w.specHash("pool")
+	sampler := w.sampleAvailability("pool")
+	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
+	w.eventually(60*time.Second, "the roll to finish", func() string {
+		st := w.getSet("pool").Status
+		if w.rolled("pool", before) && st.AvailableReplicas >= 3 {
+			return ""
+		}
+		return summary(st)
+	})
+	lowest, samples := sampler.finish()
+	if lowest < 3 {
+		t.Errorf("availableReplicas dropped to %d during the roll under a budget with a place free (buffer 3; %d samples)", lowest, samples)
+	}
+	t.Logf("lowest availableReplicas during the roll: %d (%d samples)", lowest, samples)
+	cw.check(t, 4, 6)
+}

@@ -234,15 +234,15 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, false, nil // nothing is created or deleted while the set is blocked
 	}
 
-	if p.gov, err = r.governanceOf(ctx, set); err != nil {
-		return res, false, err
-	}
-	res.gov = p.gov
 	var expected int32
 	if r.useExpectations {
 		// From here on the pass sees its own retirements, which the cache may not show yet.
 		expected, obs = r.expectations.reconcile(keyOf(set), p.now, obs)
 	}
+	if p.gov, err = r.governanceOf(ctx, set, int32(len(obs.Instances)+len(obs.Strays))+expected); err != nil {
+		return res, false, err
+	}
+	res.gov = p.gov
 	in := planInput(p, obs, res.health, expected)
 	in.LeadTime = r.bookingLead(p, obs)
 	if res.external.holds() {
