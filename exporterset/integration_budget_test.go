@@ -87,15 +87,20 @@ func TestBudgetServesWaitingLeasesBeforeSpares(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("the leases took %v to be assigned, want at most 10s", took)
 	}
-	// No leased instance was touched: each holder is enabled, not retiring, still holds it.
+	// No leased instance was touched: each holder is enabled, not retiring, and holds its
+	// lease. The Jumpstarter core writes the Lease's exporterRef first and the Exporter's
+	// leaseRef after it (as the simulator does), so the latter is waited for.
 	for lease, holder := range holders {
-		e := getExporter(t, w, holder)
-		if !e.IsEnabled() || e.Annotations[pool.AnnotationRetiring] != "" || e.DeletionTimestamp != nil {
-			t.Errorf("%s holds lease %s and was disabled, retired or deleted", holder, lease)
-		}
-		if e.Status.LeaseRef == nil || e.Status.LeaseRef.Name != lease {
-			t.Errorf("%s no longer holds lease %s: %v", holder, lease, e.Status.LeaseRef)
-		}
+		w.eventually(5*time.Second, holder+" showing lease "+lease, func() string {
+			e := getExporter(t, w, holder)
+			if !e.IsEnabled() || e.Annotations[pool.AnnotationRetiring] != "" || e.DeletionTimestamp != nil {
+				t.Fatalf("%s holds lease %s and was disabled, retired or deleted", holder, lease)
+			}
+			if e.Status.LeaseRef == nil || e.Status.LeaseRef.Name != lease {
+				return fmt.Sprintf("leaseRef %v", e.Status.LeaseRef)
+			}
+			return ""
+		})
 	}
 	if n := w.eventCount("a", "BudgetReclaim"); n == 0 {
 		t.Errorf("a recorded no BudgetReclaim event")
