@@ -12,6 +12,7 @@ import (
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/exporterset/exporterset/provisioner"
@@ -149,9 +150,13 @@ func (p *Plugin) start() (*instance, Info, error) {
 	inst.rpc = rpc
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.CallTimeout)
 	info, err := rpc.Info(ctx)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded) // before cancel() makes it Canceled
 	cancel()
 	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The plugin's side may report the propagated deadline a moment before our own
+		// timer fires (as call does in plugin.go): either way it is this deadline.
+		var te *wire.TransportError
+		if timedOut || errors.As(err, &te) && te.Code == codes.DeadlineExceeded {
 			return fail(fmt.Errorf("plugin %s did not answer Describe within %s: %w", p.origin, p.opts.CallTimeout, err))
 		}
 		return fail(fmt.Errorf("plugin %s: Describe: %w", p.origin, err))
