@@ -65,17 +65,7 @@ func TestBudgetLeavesRoomToSurge(t *testing.T) {
 	cw := w.watchExporters(setsSelector(t, "pool"), 4)
 	set := w.set("pool", 0, 6, 3, inBudget("lab"))
 	w.waitHealthy("pool", 3, 30*time.Second)
-	before := w.specHash("pool")
-	sampler := w.sampleAvailability("pool")
-	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
-	w.eventually(60*time.Second, "the roll to finish", func() string {
-		st := w.getSet("pool").Status
-		if w.rolled("pool", before) && st.AvailableReplicas >= 3 {
-			return ""
-		}
-		return summary(st)
-	})
-	lowest, samples := sampler.finish()
+	lowest, samples := w.rollSampled(set, 3)
 	if lowest < 3 {
 		t.Errorf("availableReplicas dropped to %d during the roll under a budget with a place free (buffer 3; %d samples)", lowest, samples)
 	}

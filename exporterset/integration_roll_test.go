@@ -104,22 +104,28 @@ func (w *world) specHash(set string) string {
 // drops below the warm buffer it had before the change.
 func TestRollKeepsWarmPool(t *testing.T) {
 	w, set := healthyPool(t, 6, 3, jumpsim500msStart()...)
-	before := w.specHash("pool")
-
-	sampler := w.sampleAvailability("pool")
-	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
-	w.eventually(60*time.Second, "the roll to finish", func() string {
-		st := w.getSet("pool").Status
-		if w.rolled("pool", before) && st.AvailableReplicas >= 3 {
-			return ""
-		}
-		return summary(st)
-	})
-	lowest, samples := sampler.finish()
+	lowest, samples := w.rollSampled(set, 3)
 	if lowest < 3 {
 		t.Errorf("availableReplicas dropped to %d during the roll (buffer 3; %d samples)", lowest, samples)
 	}
 	t.Logf("lowest availableReplicas during the roll: %d (%d samples)", lowest, samples)
+}
+
+// rollSampled changes set's template, waits for the roll to finish with buffer instances
+// available, and returns the lowest availableReplicas sampled every 100 ms meanwhile.
+func (w *world) rollSampled(set *vtv1alpha1.ExporterSet, buffer int32) (lowest int32, samples int) {
+	w.t.Helper()
+	before := w.specHash(set.Name)
+	sampler := w.sampleAvailability(set.Name)
+	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rev": "2"} })
+	w.eventually(60*time.Second, "the roll to finish", func() string {
+		st := w.getSet(set.Name).Status
+		if w.rolled(set.Name, before) && st.AvailableReplicas >= buffer {
+			return ""
+		}
+		return summary(st)
+	})
+	return sampler.finish()
 }
 
 // A lease that arrives mid-roll is served at once by the pool that is still warm.
