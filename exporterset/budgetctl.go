@@ -3,7 +3,6 @@ package exporterset
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,18 +79,14 @@ func (b budgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 func (b budgetReconciler) budgetInput(ctx context.Context, cb *vtv1alpha1.CapacityBudget, now time.Time) (budget.Input, budgetView, error) {
 	in := budget.Input{Limits: budget.Limits{Instances: cb.Spec.Limits.Instances, Resources: cb.Spec.Limits.Resources}}
 	var view budgetView
-	var sets vtv1alpha1.ExporterSetList
-	if err := b.client.List(ctx, &sets, client.InNamespace(cb.Namespace)); err != nil {
-		return in, view, fmt.Errorf("listing ExporterSets: %w", err)
+	var err error
+	if view.sets, err = b.selectedSets(ctx, cb); err != nil {
+		return in, view, err
 	}
 	governed := map[string]bool{}
-	for i := range sets.Items {
-		if s := &sets.Items[i]; budgetSelects(cb, s) {
-			governed[s.Name] = true
-			view.sets = append(view.sets, s)
-		}
+	for _, s := range view.sets {
+		governed[s.Name] = true
 	}
-	sort.Slice(view.sets, func(i, j int) bool { return view.sets[i].Name < view.sets[j].Name })
 	var list jumpstarterv1alpha1.ExporterList
 	if err := b.client.List(ctx, &list, client.InNamespace(cb.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return in, view, fmt.Errorf("listing Exporters: %w", err)

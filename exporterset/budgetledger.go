@@ -3,6 +3,7 @@ package exporterset
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,15 +99,29 @@ func (r *Reconciler) reserveIn(ctx context.Context, p *pass, name string, names 
 
 // governedSets are the names of the sets of b's namespace it selects, from the cache.
 func (r *Reconciler) governedSets(ctx context.Context, b *vtv1alpha1.CapacityBudget) (map[string]bool, error) {
+	sets, err := r.selectedSets(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(sets))
+	for _, s := range sets {
+		out[s.Name] = true
+	}
+	return out, nil
+}
+
+// selectedSets are the sets of b's namespace it selects, from the cache, by name.
+func (r *Reconciler) selectedSets(ctx context.Context, b *vtv1alpha1.CapacityBudget) ([]*vtv1alpha1.ExporterSet, error) {
 	var sets vtv1alpha1.ExporterSetList
 	if err := r.client.List(ctx, &sets, client.InNamespace(b.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing ExporterSets: %w", err)
 	}
-	out := map[string]bool{}
+	var out []*vtv1alpha1.ExporterSet
 	for i := range sets.Items {
 		if budgetSelects(b, &sets.Items[i]) {
-			out[sets.Items[i].Name] = true
+			out = append(out, &sets.Items[i])
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
