@@ -255,7 +255,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s %s (repeat %d): %w", w.Name, ctl, r, err)
 				}
-				b.logf("%-14s %-11s repeat %d: ready in %6.2fs, %5d requests (%.2f/instance)", w.Name, ctl, r, res.ReadySeconds, res.Requests.Total, res.RequestsPerInstance())
+				last := ""
+				if res.Latency != nil {
+					last = fmt.Sprintf(", last instance available at %.2fs", res.Latency.LastSeconds)
+				}
+				b.logf("%-14s %-11s repeat %d: ready in %6.2fs, %5d requests (%.2f/instance)%s", w.Name, ctl, r, res.ReadySeconds, res.Requests.Total, res.RequestsPerInstance(), last)
 				rep.Results = append(rep.Results, res)
 			}
 		}

@@ -130,6 +130,7 @@ func (r *Report) summarize(cfg Config) {
 			}
 			s.Latency = &Latency{
 				FirstSeconds: lcol(func(l *Latency) float64 { return l.FirstSeconds }),
+				LastSeconds:  lcol(func(l *Latency) float64 { return l.LastSeconds }),
 				InstanceP50:  lcol(func(l *Latency) float64 { return l.InstanceP50 }),
 				InstanceP95:  lcol(func(l *Latency) float64 { return l.InstanceP95 }),
 			}
