@@ -96,11 +96,11 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 func (r *Reconciler) observeInstance(ctx context.Context, in *pool.Instance) error {
 	e := in.Exporter
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingFields{setIndex: e.Labels[pool.LabelSet]}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingFields{podControllerIndex: string(e.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range pods.Items {
-		if isControlledBy(&pods.Items[i], e.UID) {
+		if isControlledBy(&pods.Items[i], e.UID) { // the index is by UID alone
 			in.Pods = append(in.Pods, &pods.Items[i])
 		}
 	}
