@@ -60,11 +60,19 @@ var instanceInputsChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// createdOrDeleted passes an instance's Pod when it appears or goes, not on its status
-// updates: a Pod gone is started again, and a restart is the pass's decision.
-var createdOrDeleted = predicate.Funcs{
-	UpdateFunc: func(event.UpdateEvent) bool { return false },
+// notCreated passes the instance reconciler's owned objects' updates and deletes, not
+// their creates: it created them itself (the reconcile that did has them already), and the
+// cache's first list is covered by the Exporters' own creates, which reconcile every
+// instance. A third of its reconciles were such echoes and found nothing to do.
+var notCreated = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
 }
+
+// goneOnly passes an instance's Pod when it goes, not on its status updates: a Pod gone is
+// started again, and a restart is the set pass's decision.
+var goneOnly = predicate.And(notCreated, predicate.Funcs{
+	UpdateFunc: func(event.UpdateEvent) bool { return false },
+})
 
 func hasCredential(o client.Object) bool {
 	return o.GetLabels()[pool.LabelSet] != "" && credentialOf(o) != ""

@@ -145,8 +145,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(r.name+"-instance").
 		For(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(instanceInputsChanged)).
-		Owns(&corev1.Pod{}, builder.WithPredicates(createdOrDeleted)).
-		Owns(&corev1.Secret{}).
+		Owns(&corev1.Pod{}, builder.WithPredicates(goneOnly)).
+		Owns(&corev1.Secret{}, builder.WithPredicates(notCreated)).
 		WatchesRawSource(source.Channel(r.instancePokes, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.createParallelism}).
 		Complete(instanceReconciler{&inst})
