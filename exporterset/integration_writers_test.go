@@ -91,3 +91,78 @@ func checkWriters(t *testing.T, o metav1.Object, want, not string) (ours int) {
 	t.Logf("%s: %v", o.GetName(), managers)
 	return ours
 }
+
+// The instance reconciler does not reconcile on the creates of the Pods and Secrets it owns
+// (predicates.go), so what brings an instance back must be their deletes and updates: a
+// config Secret deleted or edited by hand is written again, and a Pod deleted is started
+// again, each by the instance reconciler.
+func TestInstanceRebuildsWhatIsDeletedOrEdited(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("pool", 1, 1, 1)
+	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+	name := w.exporters("pool")[0].Name
+	key := client.ObjectKey{Namespace: w.ns, Name: exporterset.ConfigSecretName(name)}
+
+	var s corev1.Secret
+	if err := w.c.Get(w.ctx, key, &s); err != nil {
+		t.Fatal(err)
+	}
+	want := s.Data
+	s.Data = map[string][]byte{"config.yaml": []byte("edited by hand\n")}
+	if err := w.c.Update(w.ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(20*time.Second, "the edited config Secret written again", func() string {
+		var got corev1.Secret
+		if err := w.c.Get(w.ctx, key, &got); err != nil {
+			return err.Error()
+		}
+		if fmt.Sprint(got.Data) != fmt.Sprint(want) {
+			return "the config Secret still holds the hand edit"
+		}
+		return ""
+	})
+
+	if err := w.c.Get(w.ctx, key, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.c.Delete(w.ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(20*time.Second, "the deleted config Secret written again", func() string {
+		var got corev1.Secret
+		if err := w.c.Get(w.ctx, key, &got); err != nil {
+			return err.Error()
+		}
+		if got.UID == s.UID {
+			return "still the old Secret"
+		}
+		return ""
+	})
+
+	var pods corev1.PodList
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d pods, want 1", len(pods.Items))
+	}
+	old := pods.Items[0]
+	if err := w.c.Delete(w.ctx, &old, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	w.eventually(20*time.Second, "the deleted Pod started again", func() string {
+		var now corev1.PodList
+		if err := w.c.List(w.ctx, &now, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: "pool"}); err != nil {
+			return err.Error()
+		}
+		for _, p := range now.Items {
+			if p.UID != old.UID && p.DeletionTimestamp == nil {
+				return ""
+			}
+		}
+		return fmt.Sprintf("%d pods, none new", len(now.Items))
+	})
+}
