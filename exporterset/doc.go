@@ -72,8 +72,11 @@
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
 // The instance reconciler's steps (instancectl.go): the Exporter, its set and the set's
-// intents; its Pods and Secrets (observeInstance); restart Pods when decided; its config
-// Secret and Pod (lifecycle.go, through the provisioner); its result recorded. What the
+// intents; its Pods (read by the index of their controller's UID) and Secrets
+// (observeInstance); restart Pods when decided; its config Secret and Pod (lifecycle.go,
+// through the provisioner); its result recorded. It is queued by its Exporter's credential,
+// enabled flag and labels, by a poke from the set's pass, and by updates and deletes of the
+// Pods and Secrets it owns, not their creates: it made them (predicates.go). What the
 // reconcilers remember lives in memory.go, one record per set (memos: the expectations, the
 // failure count and backoff, the status fields upstream's CRD prunes, the start-up samples,
 // the metrics' bookkeeping and the caches), under one rule: nothing outlives the set or the
