@@ -114,11 +114,17 @@ func TestInstanceRebuildsWhatIsDeletedOrEdited(t *testing.T) {
 	if err := w.c.Update(w.ctx, &s); err != nil {
 		t.Fatal(err)
 	}
-	w.eventually(20*time.Second, "the edited config Secret written again", func() string {
-		var got corev1.Secret
-		if err := w.c.Get(w.ctx, key, &got); err != nil {
-			return err.Error()
-		}
+	// rewritten waits until the config Secret exists and stale says nothing of it.
+	rewritten := func(what string, stale func(corev1.Secret) string) {
+		w.eventually(20*time.Second, what, func() string {
+			var got corev1.Secret
+			if err := w.c.Get(w.ctx, key, &got); err != nil {
+				return err.Error()
+			}
+			return stale(got)
+		})
+	}
+	rewritten("the edited config Secret written again", func(got corev1.Secret) string {
 		if fmt.Sprint(got.Data) != fmt.Sprint(want) {
 			return "the config Secret still holds the hand edit"
 		}
@@ -131,11 +137,7 @@ func TestInstanceRebuildsWhatIsDeletedOrEdited(t *testing.T) {
 	if err := w.c.Delete(w.ctx, &s); err != nil {
 		t.Fatal(err)
 	}
-	w.eventually(20*time.Second, "the deleted config Secret written again", func() string {
-		var got corev1.Secret
-		if err := w.c.Get(w.ctx, key, &got); err != nil {
-			return err.Error()
-		}
+	rewritten("the deleted config Secret written again", func(got corev1.Secret) string {
 		if got.UID == s.UID {
 			return "still the old Secret"
 		}
