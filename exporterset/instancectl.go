@@ -99,10 +99,8 @@ func (r *Reconciler) observeInstance(ctx context.Context, in *pool.Instance) err
 	if err := r.client.List(ctx, &pods, client.InNamespace(e.Namespace), client.MatchingFields{podControllerIndex: string(e.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	for i := range pods.Items {
-		if isControlledBy(&pods.Items[i], e.UID) { // the index is by UID alone
-			in.Pods = append(in.Pods, &pods.Items[i])
-		}
+	for i := range pods.Items { // the index holds only the Pods e controls
+		in.Pods = append(in.Pods, &pods.Items[i])
 	}
 	var s corev1.Secret
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: ConfigSecretName(e.Name)}, &s); {
