@@ -19,6 +19,7 @@ func conditions(set *vtv1alpha1.ExporterSet, binding vtv1alpha1.BindingMode, now
 		availableCondition(cond, set.Spec, binding, now, res),
 		withReuseNotes(degradedCondition(cond, now, res), res.reuse),
 		progressingCondition(cond, set.Spec, now, res),
+		leasesWaitCondition(cond, res),
 	}
 	if c, ok := scalingLimitedCondition(cond, set.Spec, res.plan, res.gov); ok {
 		out = append(out, c)
@@ -82,8 +83,8 @@ func progressingCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, now ti
 		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonRetiringInstances, "retiring %d, removing %d instances", len(pl.Retire), len(pl.Remove))
 	case res.act.waitingCreds() > 0:
 		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonWaitingForCredentials, "%d instances wait for the Jumpstarter controller's credential and endpoint", res.act.waitingCreds())
-	case res.counts.UnavailableReplicas > 0:
-		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonWaitingForInstances, "%d instances are not ready yet", res.counts.UnavailableReplicas)
+	case res.counts.UnavailableReplicas > res.counts.RestingReplicas: // one at rest is not on its way
+		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonWaitingForInstances, "%d instances are not ready yet", res.counts.UnavailableReplicas-res.counts.RestingReplicas)
 	case pl.SurplusSince != nil:
 		return cond(vtv1alpha1.ConditionProgressing, true, vtv1alpha1.ReasonScaleDownCoolingDown, "surplus instances are retired at %s (scaleDownCooldown)", pl.SurplusSince.Add(durationOf(spec.ScaleDownCooldown)).UTC().Format("15:04:05Z"))
 	}
@@ -149,10 +150,18 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas)
 	case c.AvailableReplicas >= spec.MinAvailableReplicas && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing) && !res.external.holds():
 		return cond(vtv1alpha1.ConditionAvailable, true, vtv1alpha1.ReasonWarmBufferMet,
-			"%d available, warm buffer %d; %d ready, floor %d", c.AvailableReplicas, spec.MinAvailableReplicas, fs.Serving, spec.MinReplicas)
+			"%d available, warm buffer %d; %d ready, floor %d%s", c.AvailableReplicas, spec.MinAvailableReplicas, fs.Serving, spec.MinReplicas, restingSuffix(c.RestingReplicas))
 	}
 	reason, msg := why()
 	return cond(vtv1alpha1.ConditionAvailable, false, reason, "%s", msg)
+}
+
+// restingSuffix names the instances at rest in the Available message.
+func restingSuffix(resting int32) string {
+	if resting == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d at rest without a Pod, started when a Lease waits", resting)
 }
 
 // condOf returns a condFunc for conditions of generation gen.

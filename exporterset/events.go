@@ -37,6 +37,13 @@ const (
 	eventRetained EventReason = "Retained"
 	// eventRecycled: an instance whose exporter exited after its lease was deleted to be replaced.
 	eventRecycled EventReason = "Recycled"
+	// eventRenewed: the set's last enabled Exporter, at the ceiling, was kept so that Leases
+	// wait for it instead of ending Unsatisfiable; its Pod is replaced by a fresh one, and
+	// an outdated one is brought to the current spec (pool/leasewait.go).
+	eventRenewed EventReason = "Renewed"
+	// eventLeasesRefused: the set has no enabled Exporter and cannot make one, so the
+	// Jumpstarter controller refuses its Leases (LeasesWait=False; the message says why).
+	eventLeasesRefused EventReason = "LeasesRefused"
 	// eventInvalidSpec: the class, the parameters or the selector are wrong.
 	eventInvalidSpec EventReason = "InvalidSpec"
 	// eventProvisionerError: the provisioner failed.

@@ -68,7 +68,8 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		class: p.class, prov: p.prov, req: &req, hash: p.hash, selector: p.selector,
 		hooksCfg: p.hooksCfg, hooks: p.hooks,
 		backoffUntil: backoffUntil,
-		immediate:    p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external,
+		// The standby rests without a Pod: while the set keeps one, only the plan starts Pods.
+		immediate: p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external && plan.Standby == 0,
 		instances:    map[types.UID]intent{},
 	}
 	d.version = fmt.Sprintf("%s/%d/%s/%s/%x/%t", p.set.UID, p.set.Generation, p.class.ResourceVersion, p.hash, sha256.Sum256(caPEM), d.backingOff(p.now))
@@ -88,6 +89,13 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 			}
 		}
 		d.instances[in.Exporter.UID] = it
+	}
+	for _, in := range plan.RestPods {
+		if pod := in.ActivePod(); pod != nil && !in.Leased() {
+			it := d.instances[in.Exporter.UID]
+			it.restart, it.broken = true, pod.UID // it rests: the Pod goes, the Exporter stays
+			d.instances[in.Exporter.UID] = it
+		}
 	}
 	return d
 }

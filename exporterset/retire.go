@@ -261,8 +261,12 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 // reconciler calls it, as its set's pass decided (intents.go).
 func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *pool.Instance, broken types.UID) error {
 	for _, pod := range in.Pods {
-		if pod.DeletionTimestamp != nil || (broken == "" || pod.UID != broken) && pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded {
+		terminal := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+		if pod.DeletionTimestamp != nil || (broken == "" || pod.UID != broken) && !terminal {
 			continue
+		}
+		if !terminal && in.Leased() {
+			continue // a lease came since the pass decided: its holder keeps the Pod
 		}
 		uid := pod.UID
 		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {

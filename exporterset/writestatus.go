@@ -67,6 +67,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 // (the event's reason is then the condition's, e.g. ImagePullFailed; byReason says only a
 // change of reason is new). Other problems (failed creates) record their own events.
 func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action string, byReason bool) {
+	if c.Type == vtv1alpha1.ConditionLeasesWait && c.Status == metav1.ConditionFalse {
+		return eventLeasesRefused, "Reconcile", true // the condition quotes the core's rule
+	}
 	if c.Type != vtv1alpha1.ConditionDegraded {
 		return "", "", false
 	}

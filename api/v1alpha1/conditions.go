@@ -41,6 +41,15 @@ const (
 	// ConditionBudgetConflict is True when more than one CapacityBudget selects the set
 	// (reason MultipleBudgets, naming them): the stricter applies. It is absent otherwise.
 	ConditionBudgetConflict = "BudgetConflict"
+	// ConditionLeasesWait is True while a Lease for the set's instances waits (Pending)
+	// rather than being refused: at least one enabled Exporter of the set, not being
+	// deleted, matches spec.selector. The Jumpstarter controller ends a Lease at once as
+	// Unsatisfiable when no enabled Exporter matches it (NoAccess, AllDisabled), so a set
+	// keeps one, without a Pod when nothing is wanted, whenever its ceiling admits one. False
+	// says why it cannot: the set is blocked (its class or selector), a CapacityBudget allows
+	// it no instance (NoRoom), or every Exporter is disabled and the ceiling leaves no room
+	// for another (NoEnabledExporter).
+	ConditionLeasesWait = "LeasesWait"
 )
 
 // ConditionReason is the reason of an ExporterSet condition, CamelCase as the API
@@ -145,4 +154,12 @@ const (
 	// ReasonRemoteUnreachable: the provisioner cannot reach the remote end of its external
 	// targets; their state is unknown, and the set creates and deletes nothing meanwhile.
 	ReasonRemoteUnreachable ConditionReason = "RemoteUnreachable"
+	// ReasonEnabledExporter: LeasesWait is True, an enabled Exporter matches the selector.
+	ReasonEnabledExporter ConditionReason = "EnabledExporter"
+	// ReasonNoRoom: LeasesWait is False, a CapacityBudget allows the set no instance.
+	ReasonNoRoom ConditionReason = "NoRoom"
+	// ReasonNoEnabledExporter: LeasesWait is False, every Exporter of the set is disabled
+	// (quarantined, retiring, or disabled by a person) and the ceiling leaves no room for
+	// another.
+	ReasonNoEnabledExporter ConditionReason = "NoEnabledExporter"
 )

@@ -168,6 +168,13 @@ type ExporterSetStatus struct {
 	// +optional
 	FailingReplicas int32 `json:"failingReplicas"`
 
+	// RestingReplicas is the number of enabled, unleased instances without a Pod: an
+	// Exporter at rest that Leases wait on, whose Pod starts when a Lease waits for it (an
+	// on-demand set keeps one; under WaitForFirstConsumer every idle instance rests). It
+	// costs no compute, and it counts among unavailableReplicas.
+	// +optional
+	RestingReplicas int32 `json:"restingReplicas"`
+
 	// Selector is the serialized label selector for HPA compatibility.
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -209,6 +216,7 @@ type ExporterSetStatus struct {
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
 // +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Leased",type=integer,JSONPath=`.status.leasedReplicas`
+// +kubebuilder:printcolumn:name="Resting",type=integer,JSONPath=`.status.restingReplicas`
 // +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=`.status.failingReplicas`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
 // +kubebuilder:printcolumn:name="Problem",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,priority=1

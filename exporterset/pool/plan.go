@@ -133,6 +133,28 @@ type Plan struct {
 	// IdleAged is the instance rolled for its idle age (idleage.go), nil for none: it is
 	// among Retire once its replacement is available.
 	IdleAged *Instance
+	// Standby is 1 when the set wants nothing (no lease, floor, buffer or booking) but keeps
+	// one Exporter, without a Pod, for Leases to wait on (leasewait.go); 0 otherwise. While
+	// it is 1 no instance gets a Pod unless the plan says so (StartPods).
+	Standby int32
+	// Bridge is the last enabled Exporter, which would have been removed or retired, kept
+	// as it is for this pass while its successor is created beside it (leasewait.go); nil
+	// for none.
+	Bridge *Instance
+	// Renewed are the instances kept in place as the set's last enabled Exporter at the
+	// ceiling (leasewait.go): among RestartPods or RestPods, and Renew where outdated.
+	Renewed []*Instance
+	// Renew are the instances among Renewed to bring to the current spec in place: the
+	// template's labels and annotations and the spec hash written on the Exporter, its use
+	// count and idle clock dropped.
+	Renew []*Instance
+	// RestPods are idle instances whose running Pod is deleted while the Exporter stays
+	// (the standby at rest, or an instance renewed in place).
+	RestPods []*Instance
+	// LeasesRefused is true when the set owes its Leases an enabled Exporter but has none
+	// staying and creates none now: every one is disabled and the ceiling is full, or the
+	// backoff holds the create (leasewait.go).
+	LeasesRefused bool
 }
 
 // PlanScale decides what to create, retire, remove and (re)start. It is pure.
@@ -217,6 +239,13 @@ func PlanScale(in PlanInput) Plan {
 		}
 	}
 
+	if renewed := keepLastLeaving(in, &p); renewed != nil {
+		occupied++
+		warm = append(warm, renewed) // its Pod is replaced: it serves again
+	} else if p.Bridge != nil {
+		occupied++
+	}
+
 	due, wake := bookedDemand(in.Bookings, in.LeadTime, in.Now)
 	p.Booked = due
 	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand+int32(len(due)))
@@ -228,6 +257,10 @@ func PlanScale(in PlanInput) Plan {
 		p.Limited = true
 		p.BudgetLimited = budgetBinds
 	}
+	if capped == 0 && in.KeepsLeasesWaiting() {
+		p.Standby = 1 // one Exporter rests, without a Pod, for Leases to wait on
+	}
+	target := max(capped, p.Standby)
 	room := int32(1 << 30)
 	if bounded {
 		room = ceiling - occupied - in.Expected
@@ -250,8 +283,8 @@ func PlanScale(in PlanInput) Plan {
 	p.Outdated = int32(len(old))
 	occupied -= int32(len(rolled)) // on their way out: not an excess to retire below
 	old = without(old, rolled)
-	if live < capped {
-		want := capped - live
+	if live < target {
+		want := target - live
 		p.Create = want
 		if bounded {
 			// Everything that exists counts, on its way out or not; what is removed this
@@ -273,7 +306,11 @@ func PlanScale(in PlanInput) Plan {
 	if bounded {
 		excess = max(0, occupied+in.Expected-ceiling)
 	}
-	surplus := max(0, int32(len(warm))+in.Expected-max(0, capped-busy))
+	surplus := max(0, int32(len(warm))+in.Expected-max(0, target-busy))
+	var restPods []*Instance // the standby keeps no running Pod
+	if p.Standby > 0 {
+		restPods = restSurplusPods(in, warm[min(int(surplus), len(warm)):], 0)
+	}
 	if n := min(excess, int32(len(old))); n > 0 {
 		p.Retire = append(p.Retire, old[:n]...) // over the ceiling: the outdated go first
 		if budgetBinds {
@@ -290,7 +327,7 @@ func PlanScale(in PlanInput) Plan {
 		warm = warm[n:]
 		surplus = max(0, surplus-n)
 	}
-	if surplus > 0 {
+	if surplus > 0 || len(restPods) > 0 {
 		since := in.Now
 		if in.SurplusSince != nil {
 			since = *in.SurplusSince
@@ -302,6 +339,7 @@ func PlanScale(in PlanInput) Plan {
 			n := min(surplus, int32(len(warm)))
 			p.Retire = append(p.Retire, warm[:n]...)
 			warm = warm[n:]
+			p.RestPods = append(p.RestPods, restPods...)
 			p.SurplusSince = nil
 		} else {
 			p.RequeueAfter = deadline.Sub(in.Now)
@@ -312,15 +350,17 @@ func PlanScale(in PlanInput) Plan {
 		p.BookedWaiting = bookingsOverCeiling(due, ceiling-busy-in.Demand)
 	}
 	p.BookingNote = bookingNote(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
-	p.StartPods = podsToStart(in, warm, leasedLive, int32(len(due)))
+	keepLastRetired(in, &p)
+	p.StartPods = podsToStart(in, without(warm, p.RestPods), leasedLive, max(0, capped-busy-in.Expected), int32(len(due)))
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {
 		p.BackingOff, p.Held = true, p.Create+p.CreateAfterRemove
-		p.Create, p.CreateAfterRemove, p.RemoveBeforeCreate, p.StartPods, p.RestartPods = 0, 0, 0, nil, nil
+		p.Create, p.CreateAfterRemove, p.RemoveBeforeCreate, p.StartPods, p.RestartPods, p.RestPods = 0, 0, 0, nil, nil, nil
 		if wait := in.BackoffUntil.Sub(in.Now); p.RequeueAfter == 0 || wait < p.RequeueAfter {
 			p.RequeueAfter = wait
 		}
 	}
+	p.LeasesRefused = in.KeepsLeasesWaiting() && enabledStaying(in, &p) == 0 && p.Create == 0
 	if wake > 0 && (p.RequeueAfter == 0 || wake < p.RequeueAfter) {
 		p.RequeueAfter = wake // the next booking falls due
 	}
@@ -339,24 +379,21 @@ func (p *Plan) CreatesAfterRemoval(gone int32) int32 {
 
 // podsToStart picks the instances that should get a Pod and have none. A leased instance
 // always does (its Pod failed and was restarted, or someone deleted it: the lease holder waits
-// for it). Immediate: every live instance. WaitForFirstConsumer: only as many idle instances
-// as Leases wait for or bookings are due, beyond those already starting.
-func podsToStart(in PlanInput, warm, leased []*Instance, booked int32) []*Instance {
+// for it). Immediate: as many idle instances as the set wants running (want: the floor, the
+// buffer and the waiting Leases beyond the leased instances and those being created), so the
+// standby rests without one. WaitForFirstConsumer: only as many idle instances as Leases
+// wait for or bookings are due. Both count the idle instances already running.
+func podsToStart(in PlanInput, warm, leased []*Instance, want, booked int32) []*Instance {
 	var out []*Instance
 	for _, i := range leased {
 		if !i.HasPod() {
 			out = append(out, i)
 		}
 	}
-	if in.Binding != vtv1alpha1.BindingWaitForFirstConsumer {
-		for _, i := range warm {
-			if !i.HasPod() {
-				out = append(out, i)
-			}
-		}
-		return out
+	need := want
+	if in.Binding == vtv1alpha1.BindingWaitForFirstConsumer {
+		need = in.Demand + booked
 	}
-	need := in.Demand + booked
 	for _, i := range warm {
 		if i.ActivePod() != nil {
 			need--

@@ -26,8 +26,18 @@ func TestPlanFailures(t *testing.T) {
 	}{
 		{
 			name: "a crash-looping idle instance is retired and replaced",
+			in:   input(0, 4, 1, fixture.Instance("a", fixture.Ready, failing(true)), fixture.Instance("b", fixture.Ready, fixture.Leased("l"))),
+			want: planSummary{Wanted: 2, Create: 1, Retire: []string{"a"}},
+		},
+		{
+			name: "a crash-looping last Exporter stays until its replacement exists",
 			in:   input(0, 4, 1, fixture.Instance("a", fixture.Ready, failing(true))),
-			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"a"}},
+			want: planSummary{Wanted: 1, Create: 1, Bridge: "a"},
+		},
+		{
+			name: "a crash-looping last Exporter at the ceiling is kept, its Pod replaced",
+			in:   input(0, 1, 1, fixture.Instance("a", fixture.Ready, failing(true))),
+			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
 		},
 		{
 			name: "a crash-looping leased instance is kept: never break a lease",

@@ -21,12 +21,24 @@ type planSummary struct {
 	Limited                                bool
 	SurplusSince                           *time.Time
 	RequeueAfter                           time.Duration
+	// The lease-wait rule (leasewait.go).
+	Standby         int32
+	Bridge          string
+	RestPods, Renew []string
 }
 
 func summarize(p pool.Plan) planSummary {
 	return planSummary{Wanted: p.Wanted, Create: p.Create, CreateAfterRemove: p.CreateAfterRemove, RemoveBeforeCreate: p.RemoveBeforeCreate, Retire: fixture.Names(p.Retire), Remove: fixture.Names(p.Remove),
 		RestartPods: fixture.Names(p.RestartPods), StartPods: fixture.Names(p.StartPods), Limited: p.Limited,
-		SurplusSince: p.SurplusSince, RequeueAfter: p.RequeueAfter}
+		SurplusSince: p.SurplusSince, RequeueAfter: p.RequeueAfter,
+		Standby: p.Standby, Bridge: bridgeName(p), RestPods: fixture.Names(p.RestPods), Renew: fixture.Names(p.Renew)}
+}
+
+func bridgeName(p pool.Plan) string {
+	if p.Bridge == nil {
+		return ""
+	}
+	return p.Bridge.Name()
 }
 
 func input(minR, maxR, minAvail int32, instances ...*pool.Instance) pool.PlanInput {
@@ -44,7 +56,7 @@ func TestPlanScale(t *testing.T) {
 		in   pool.PlanInput
 		want planSummary
 	}{
-		{name: "empty set at 0", in: input(0, 4, 0), want: planSummary{}},
+		{name: "empty set at 0: one Exporter rests, without a Pod, for leases to wait on", in: input(0, 4, 0), want: planSummary{Create: 1, Standby: 1}},
 		{name: "floor from zero: create all at once", in: input(3, 4, 0), want: planSummary{Wanted: 3, Create: 3}},
 		{name: "warm buffer from zero", in: input(0, 4, 2), want: planSummary{Wanted: 2, Create: 2}},
 		{
@@ -83,9 +95,9 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 2, Create: 1, Remove: []string{"b"}},
 		},
 		{
-			name: "maxReplicas 1: the released instance goes before its replacement comes",
+			name: "maxReplicas 1: the released instance is the last Exporter: kept, its Pod replaced",
 			in:   input(0, 1, 1, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded))),
-			want: planSummary{Wanted: 1, CreateAfterRemove: 1, Remove: []string{"a"}},
+			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
 		},
 		{
 			name: "maxReplicas 1: an instance held by a finalizer holds its place",
@@ -93,9 +105,9 @@ func TestPlanScale(t *testing.T) {
 			want: planSummary{Wanted: 1},
 		},
 		{
-			name: "maxReplicas 1: beside one held by a finalizer, a removal makes no room",
+			name: "maxReplicas 1: beside one held by a finalizer, the released one is the last enabled: kept, its Pod replaced",
 			in:   input(0, 1, 1, fixture.Instance("a", fixture.Deleting), fixture.Instance("b", fixture.Pod(corev1.PodSucceeded))),
-			want: planSummary{Wanted: 1, RemoveBeforeCreate: 1, Remove: []string{"b"}},
+			want: planSummary{Wanted: 1, RestartPods: []string{"b"}},
 		},
 		{
 			name: "strays count against the ceiling",
@@ -143,7 +155,7 @@ func TestPlanScale(t *testing.T) {
 				fixture.Instance("idle-old", fixture.Ready), fixture.Instance("idle-new", fixture.Ready, fixture.CreatedAt(time.Minute)),
 				fixture.Instance("booting", fixture.Pod(corev1.PodPending)), fixture.Instance("failed", fixture.Online, fixture.Registered, fixture.Pod(corev1.PodFailed))), now.Add(time.Hour)), now),
 				vtv1alpha1.RecycleInPlaceReuse),
-			want: planSummary{Retire: []string{"failed", "booting", "idle-new", "idle-old"}},
+			want: planSummary{Retire: []string{"failed", "booting", "idle-new"}, Standby: 1, RestPods: []string{"idle-old"}},
 		},
 		{
 			name: "leased instances are never retired, even in surplus",
@@ -168,7 +180,7 @@ func TestPlanScale(t *testing.T) {
 		{
 			name: "retiring unleased instance is removed; leased one waits",
 			in:   input(0, 4, 0, fixture.Instance("a", fixture.Retiring), fixture.Instance("b", fixture.Retiring, fixture.Leased("l"))),
-			want: planSummary{Remove: []string{"a"}},
+			want: planSummary{Remove: []string{"a"}, Create: 1, Standby: 1}, // none enabled: a standby for leases to wait on
 		},
 		{
 			name: "rolling by surge: the new instance first, the outdated idle one stays, the leased one waits",
@@ -182,8 +194,13 @@ func TestPlanScale(t *testing.T) {
 		},
 		{
 			name: "rolling: an outdated instance that serves nobody goes at once",
+			in:   input(0, 4, 1, fixture.Instance("old", fixture.Hash("h0"), fixture.Pod(corev1.PodPending)), fixture.Instance("new", fixture.Ready, fixture.Leased("l"))),
+			want: planSummary{Wanted: 2, Create: 1, Retire: []string{"old"}},
+		},
+		{
+			name: "rolling: the last enabled Exporter, outdated, stays until its successor exists",
 			in:   input(0, 4, 1, fixture.Instance("old", fixture.Hash("h0"), fixture.Pod(corev1.PodPending))),
-			want: planSummary{Wanted: 1, Create: 1, Retire: []string{"old"}},
+			want: planSummary{Wanted: 1, Create: 1, Bridge: "old"},
 		},
 		{
 			name: "rolling at the ceiling: one at a time, retired before its replacement comes",

@@ -28,12 +28,12 @@ func TestRetirementReasons(t *testing.T) {
 	if r := reasonOf(surplus, "b"); r != pool.RetiredScaledDown {
 		t.Errorf("surplus after the cooldown: %q, want scaled-down", r)
 	}
-	old := input(0, 4, 0, fixture.Instance("a", fixture.Ready, fixture.Hash("old")))
+	old := input(0, 4, 0, fixture.Instance("a", fixture.Ready, fixture.Hash("old")), fixture.Instance("b", fixture.Ready, fixture.Leased("l")))
 	if r := reasonOf(old, "a"); r != pool.RetiredRolled {
 		t.Errorf("outdated: %q, want rolled", r)
 	}
 	crashing := fixture.Instance("a", fixture.Online, fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
-	if r := reasonOf(input(0, 4, 1, crashing), "a"); r != pool.RetiredFailed {
+	if r := reasonOf(input(0, 4, 1, crashing, fixture.Instance("b", fixture.Ready, fixture.Leased("l"))), "a"); r != pool.RetiredFailed {
 		t.Errorf("crash loop: %q, want failed", r)
 	}
 	budget := input(0, 4, 1, fixture.Instance("a", fixture.Ready), fixture.Instance("b", fixture.Ready, fixture.CreatedAt(time.Second)))

@@ -13,6 +13,7 @@ type Counts struct {
 	ReadyReplicas       int32
 	AvailableReplicas   int32
 	FailingReplicas     int32
+	RestingReplicas     int32
 	LeasedReplicas      int32
 	UnavailableReplicas int32
 	ExportersActive     int32
@@ -30,7 +31,7 @@ type Counts struct {
 func (c Counts) Status() vtv1alpha1.ExporterSetStatus {
 	return vtv1alpha1.ExporterSetStatus{
 		Replicas: c.Replicas, ReadyReplicas: c.ReadyReplicas, AvailableReplicas: c.AvailableReplicas,
-		FailingReplicas: c.FailingReplicas, LeasedReplicas: c.LeasedReplicas, UnavailableReplicas: c.UnavailableReplicas,
+		FailingReplicas: c.FailingReplicas, RestingReplicas: c.RestingReplicas, LeasedReplicas: c.LeasedReplicas, UnavailableReplicas: c.UnavailableReplicas,
 		ExportersActive: c.ExportersActive, ExportersIdle: c.ExportersIdle, ExportersDisabled: c.ExportersDisabled,
 		ExportersOffline: c.ExportersOffline, PodsPending: c.PodsPending, PodsRunning: c.PodsRunning,
 		PodsFailed: c.PodsFailed, PodsUnknown: c.PodsUnknown,
@@ -47,6 +48,8 @@ func (c Counts) Status() vtv1alpha1.ExporterSetStatus {
 //   - failingReplicas: instances with a diagnosed Problem (problems, from diagnosis; nil
 //     for none);
 //   - leasedReplicas: status.leaseRef set; unavailableReplicas: enabled and not ready;
+//   - restingReplicas: enabled, unleased, not being deleted, and no Pod at all: at rest,
+//     waiting for a Lease to start its Pod;
 //   - exportersActive: leased and online; exportersIdle: online, enabled, unleased;
 //   - exportersDisabled: spec.enabled=false; exportersOffline: enabled, not online;
 //   - podsPending/Running/Failed by phase of the instances' Pods; podsUnknown: Unknown or
@@ -71,6 +74,9 @@ func ComputeStatus(instances []*Instance, problems Problems) Counts {
 		}
 		if enabled && !ready {
 			s.UnavailableReplicas++
+		}
+		if enabled && !leased && !in.HasPod() && !in.Deleting() {
+			s.RestingReplicas++
 		}
 		if leased && online {
 			s.ExportersActive++

@@ -17,9 +17,14 @@ func TestComputeStatus(t *testing.T) {
 	}{
 		{name: "empty pool", want: pool.Counts{}},
 		{
-			name:      "exporter without pod: enabled, offline, unavailable",
+			name:      "exporter without pod: enabled, offline, unavailable, at rest",
 			instances: []*pool.Instance{fixture.Instance("a")},
-			want:      pool.Counts{Replicas: 1, UnavailableReplicas: 1, ExportersOffline: 1},
+			want:      pool.Counts{Replicas: 1, UnavailableReplicas: 1, ExportersOffline: 1, RestingReplicas: 1},
+		},
+		{
+			name:      "leased, disabled or being deleted without a pod: not at rest",
+			instances: []*pool.Instance{fixture.Instance("a", fixture.Leased("l")), fixture.Instance("b", fixture.Retiring), fixture.Instance("c", fixture.Deleting)},
+			want:      pool.Counts{Replicas: 3, LeasedReplicas: 1, UnavailableReplicas: 2, ExportersOffline: 2, ExportersDisabled: 1},
 		},
 		{
 			name:      "ready idle instance is available",
@@ -34,7 +39,7 @@ func TestComputeStatus(t *testing.T) {
 		{
 			name:      "registered but offline is not ready",
 			instances: []*pool.Instance{fixture.Instance("a", fixture.Registered)},
-			want:      pool.Counts{Replicas: 1, UnavailableReplicas: 1, ExportersOffline: 1},
+			want:      pool.Counts{Replicas: 1, UnavailableReplicas: 1, ExportersOffline: 1, RestingReplicas: 1},
 		},
 		{
 			name:      "leased online instance is active, not available",

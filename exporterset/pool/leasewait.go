@@ -1,0 +1,156 @@
+package pool
+
+// Leases wait; they are never refused while the set has room. Upstream's Jumpstarter core
+// ends a Lease at once (Unsatisfiable) when no Exporter matches its selector (NoAccess) or
+// every match is disabled (AllDisabled); it keeps the Lease Pending only while an enabled
+// match exists, offline or busy. So a set whose ceiling admits an instance
+// (KeepsLeasesWaiting) keeps at least one enabled Exporter, not being deleted, at every
+// moment:
+//   - with nothing wanted (no lease, no floor, no buffer, no booking), one instance rests
+//     without a Pod (Plan.Standby); its Pod starts when a Lease waits for it;
+//   - the last enabled Exporter is never disabled or deleted while no other enabled one
+//     exists. Where the ceiling has room beside everything present, it stays as it is for
+//     this pass (Plan.Bridge) while its successor is created, and goes in a later pass; at the
+//     ceiling it is renewed in place: the Exporter, its name and its credential stay, its
+//     Pod is replaced by a fresh one (RestartPods, RestPods), and where it is outdated or
+//     used up it is first brought to the current spec (Plan.Renew). Under ExitAndReplace a
+//     target still serves one lease only: each lease gets a fresh Pod.
+
+// KeepsLeasesWaiting reports whether the set owes its Leases an enabled Exporter: its
+// ceiling (maxReplicas, 0 being unbounded, or a CapacityBudget's) admits an instance.
+func (in PlanInput) KeepsLeasesWaiting() bool {
+	c, bounded := in.ceiling()
+	return !bounded || c > 0
+}
+
+// enabledStaying counts the Exporters that stay enabled through the plan as it stands: not
+// being deleted, enabled, neither retired nor removed by it, and those created but not yet
+// seen. Creates of this pass do not count: they run beside its removals.
+func enabledStaying(in PlanInput, p *Plan) int32 {
+	leaving := make(map[*Instance]bool, len(p.Retire)+len(p.Remove))
+	for _, i := range p.Retire {
+		leaving[i] = true
+	}
+	for _, i := range p.Remove {
+		leaving[i] = true
+	}
+	n := in.Expected
+	for _, i := range in.Instances {
+		if !i.Deleting() && i.Enabled() && !leaving[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// roomBeside reports whether the ceiling admits one more Exporter beside every one that
+// exists (the instances, strays and those expected).
+func roomBeside(in PlanInput) bool {
+	c, bounded := in.ceiling()
+	return !bounded || int32(len(in.Instances))+in.Others+in.Expected < c
+}
+
+// keepLastLeaving is the rule's first step, before creates are counted: when every enabled
+// Exporter is leaving because its exporter exited after a lease or it fails beyond repair,
+// one of them stays. With room it is held for this pass (its successor is created now); at
+// the ceiling its Pod is replaced and it is returned, to be counted warm.
+func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
+	if !in.KeepsLeasesWaiting() || enabledStaying(in, p) > 0 {
+		return nil
+	}
+	var cand *Instance
+	for _, i := range p.Remove {
+		if i.Enabled() && !i.Retiring() && !i.Quarantined() { // exited after its lease
+			cand = i
+			break
+		}
+	}
+	if cand == nil && len(p.Replace) > 0 {
+		cand = p.Replace[0]
+	}
+	if cand == nil {
+		return nil
+	}
+	p.Remove, p.Retire, p.Replace = withoutOne(p.Remove, cand), withoutOne(p.Retire, cand), withoutOne(p.Replace, cand)
+	if roomBeside(in) {
+		p.Bridge = cand
+		return nil
+	}
+	p.RestartPods = append(p.RestartPods, cand) // its terminal or broken Pod goes; a fresh one follows
+	p.Renewed = append(p.Renewed, cand)
+	return cand
+}
+
+// keepLastRetired is the rule's second step, after rolls, retirement by use and idle age
+// and scale-down have chosen: if they would disable every enabled Exporter, one of them
+// stays (the one the retirement order keeps longest). With room it is held for this pass
+// (a create of this pass or the next takes its place first); at the ceiling it is renewed
+// in place: brought to the current spec (Renew) and its Pod replaced.
+func keepLastRetired(in PlanInput, p *Plan) {
+	if !in.KeepsLeasesWaiting() || enabledStaying(in, p) > 0 {
+		return
+	}
+	var cand *Instance
+	for k := len(p.Retire) - 1; k >= 0; k-- {
+		if i := p.Retire[k]; i.Enabled() && !i.Leased() {
+			cand = i
+			break
+		}
+	}
+	if cand == nil {
+		return
+	}
+	p.Retire, p.Rolled, p.UsedUp = withoutOne(p.Retire, cand), withoutOne(p.Rolled, cand), withoutOne(p.UsedUp, cand)
+	p.Reclaimed, p.Replace = withoutOne(p.Reclaimed, cand), withoutOne(p.Replace, cand)
+	if p.IdleAged == cand {
+		p.IdleAged = nil
+	}
+	if roomBeside(in) {
+		p.Bridge = cand
+		return
+	}
+	if cand.SpecHash() != in.SpecHash || usedUp(cand, in.MaxUseCount) || idleAged(in, cand) {
+		p.Renew = append(p.Renew, cand)
+	}
+	p.Renewed = append(p.Renewed, cand)
+	if cand.ActivePod() != nil {
+		p.RestPods = append(p.RestPods, cand)
+	} else if cand.HasPod() {
+		p.RestartPods = append(p.RestartPods, cand)
+	}
+}
+
+// idleAged reports whether i is due for replacement by its idle age.
+func idleAged(in PlanInput, i *Instance) bool {
+	at, ok := IdleDeadline(i, in.MaxIdleAge)
+	return ok && !in.Now.Before(at)
+}
+
+// restSurplusPods picks, once the cooldown allows it, the idle instances that keep a
+// running Pod while the set wants none running: the standby rests without one.
+func restSurplusPods(in PlanInput, warm []*Instance, podNeed int32) []*Instance {
+	var out []*Instance
+	running := int32(0)
+	for _, i := range warm {
+		if i.ActivePod() != nil {
+			running++
+		}
+	}
+	for k := 0; k < len(warm) && running > podNeed; k++ {
+		if warm[k].ActivePod() != nil {
+			out = append(out, warm[k])
+			running--
+		}
+	}
+	return out
+}
+
+// withoutOne returns list without i (list itself when i is not in it).
+func withoutOne(list []*Instance, i *Instance) []*Instance {
+	for k, x := range list {
+		if x == i {
+			return append(list[:k:k], list[k+1:]...)
+		}
+	}
+	return list
+}

@@ -1,0 +1,159 @@
+package pool_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/pool"
+)
+
+// The lease-wait rule (leasewait.go): a set whose ceiling admits an instance keeps an
+// enabled Exporter at every moment, so that the Jumpstarter controller never ends a Lease for
+// it as Unsatisfiable. Each case is one way an Exporter leaves a pool, at a ceiling of 1
+// where nothing can be created beside it, or on an on-demand set.
+func TestPlanKeepsLeasesWaiting(t *testing.T) {
+	ten := 10 * time.Minute
+	cases := []struct {
+		name string
+		in   pool.PlanInput
+		want planSummary
+	}{
+		{
+			name: "on demand at rest: one Exporter without a Pod, nothing started",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Online, fixture.Registered)),
+			want: planSummary{Standby: 1},
+		},
+		{
+			name: "on demand: a waiting lease starts the standby's Pod",
+			in:   withDemand(input(0, 3, 0, fixture.Instance("a")), 1),
+			want: planSummary{Wanted: 1, StartPods: []string{"a"}},
+		},
+		{
+			name: "on demand: two waiting leases, the standby and one more",
+			in:   withDemand(input(0, 3, 0, fixture.Instance("a")), 2),
+			want: planSummary{Wanted: 2, Create: 1, StartPods: []string{"a"}},
+		},
+		{
+			name: "on demand: the leased instance is enabled, nothing more is kept",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Ready, fixture.Leased("l"))),
+			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "on demand: the exited instance stays until its successor, created now, exists",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded))),
+			want: planSummary{Create: 1, Standby: 1, Bridge: "a"},
+		},
+		{
+			name: "on demand: once the successor exists, the exited one goes",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded)), fixture.Instance("b")),
+			want: planSummary{Standby: 1, Remove: []string{"a"}},
+		},
+		{
+			name: "on demand at a ceiling of 1: the exited one is kept, its Pod goes, none starts",
+			in:   input(0, 1, 0, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded))),
+			want: planSummary{Standby: 1, RestartPods: []string{"a"}},
+		},
+		{
+			name: "a ceiling of 1 and a buffer of 1: the kept instance gets its fresh Pod",
+			in:   input(0, 1, 1, fixture.Instance("a")),
+			want: planSummary{Wanted: 1, StartPods: []string{"a"}},
+		},
+		{
+			name: "the last idle Pod rests after the cooldown; the Exporter stays",
+			in:   withSince(input(0, 3, 0, fixture.Instance("a", fixture.Ready)), fixture.Epoch),
+			want: planSummary{Standby: 1, RestPods: []string{"a"}},
+		},
+		{
+			name: "the last idle Pod runs on during the cooldown",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Ready)),
+			want: planSummary{Standby: 1, SurplusSince: at(0), RequeueAfter: 5 * time.Minute},
+		},
+		{
+			name: "roll at a ceiling of 1: renewed in place, its Pod replaced",
+			in:   input(0, 1, 1, fixture.Instance("old", fixture.Ready, fixture.Hash("h0"))),
+			want: planSummary{Wanted: 1, Renew: []string{"old"}, RestPods: []string{"old"}},
+		},
+		{
+			name: "roll of the resting standby at a ceiling of 1: relabelled, no Pod to replace",
+			in:   input(0, 1, 0, fixture.Instance("old", fixture.Hash("h0"))),
+			want: planSummary{Standby: 1, Renew: []string{"old"}},
+		},
+		{
+			name: "roll with room: the new one first, the outdated standby after",
+			in:   input(0, 3, 0, fixture.Instance("old", fixture.Hash("h0"))),
+			want: planSummary{Create: 1, Standby: 1, Bridge: "old"},
+		},
+		{
+			name: "used up at a ceiling of 1 (InPlaceReuse): renewed in place",
+			in:   withMaxUse(withRecycle(input(0, 1, 1, fixture.Instance("a", fixture.Ready, usedOnce)), vtv1alpha1.RecycleInPlaceReuse), 1),
+			want: planSummary{Wanted: 1, Renew: []string{"a"}, RestPods: []string{"a"}},
+		},
+		{
+			name: "a budget of 0 owes nothing: no standby",
+			in:   withBudget(input(0, 3, 0), 0),
+			want: planSummary{},
+		},
+		{
+			name: "a budget of 1 is a ceiling of 1",
+			in:   withBudget(input(0, 3, 1, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded))), 1),
+			want: planSummary{Wanted: 1, RestartPods: []string{"a"}},
+		},
+		{
+			name: "unbounded (maxReplicas 0) owes an Exporter too",
+			in:   input(0, 0, 0),
+			want: planSummary{Create: 1, Standby: 1},
+		},
+		{
+			name: "idle age at a ceiling of 1: no room to roll it by surge, it stays enabled",
+			in:   withIdle(input(0, 1, 1, fixture.Instance("a", fixture.Ready)), ten),
+			want: planSummary{Wanted: 1},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pool.PlanScale(tc.in)
+			if diff := cmp.Diff(tc.want, summarize(p), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PlanScale (-want +got):\n%s", diff)
+			}
+			if p.LeasesRefused {
+				t.Errorf("LeasesRefused on a set that can keep an Exporter")
+			}
+		})
+	}
+}
+
+// A set that cannot keep an enabled Exporter says so: its only place is taken by a
+// quarantined (disabled) instance, so a Lease would end Unsatisfiable (AllDisabled).
+func TestPlanSaysWhenLeasesAreRefused(t *testing.T) {
+	p := pool.PlanScale(input(0, 1, 1, fixture.Instance("q", fixture.Ready, fixture.Quarantined(time.Minute))))
+	if !p.LeasesRefused {
+		t.Fatalf("LeasesRefused = false with the only place quarantined: %+v", summarize(p))
+	}
+	p = pool.PlanScale(input(0, 2, 1, fixture.Instance("q", fixture.Ready, fixture.Quarantined(time.Minute))))
+	if p.LeasesRefused || p.Create != 1 {
+		t.Fatalf("with room beside the quarantined one: LeasesRefused %v, Create %d; want false, 1", p.LeasesRefused, p.Create)
+	}
+}
+
+// usedOnce is an instance that served one lease, seen ended.
+var usedOnce fixture.Trait = func(in *pool.Instance) {
+	if in.Exporter.Annotations == nil {
+		in.Exporter.Annotations = map[string]string{}
+	}
+	in.Exporter.Annotations[pool.AnnotationUseCount] = "1"
+	in.Exporter.Annotations[pool.AnnotationLastLease] = "l"
+	in.Exporter.Annotations[pool.AnnotationIdleSince] = fixture.Epoch.Format(time.RFC3339)
+}
+
+func withMaxUse(in pool.PlanInput, n int) pool.PlanInput { in.MaxUseCount = n; return in }
+func withBudget(in pool.PlanInput, n int32) pool.PlanInput { in.BudgetCeiling = &n; return in }
+func withIdle(in pool.PlanInput, d time.Duration) pool.PlanInput {
+	in.MaxIdleAge = d
+	return in
+}
