@@ -1,0 +1,197 @@
+package exporterset_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
+)
+
+// The lease-wait rule on a real API server (pool/leasewait.go): the Jumpstarter core ends a
+// Lease at once when no enabled Exporter matches it, so a set with room keeps one at every
+// moment, counted from a watch.
+
+// An on-demand set (minAvailableReplicas 0) rests with one Exporter and no Pod; Leases taken
+// one after another, then three at once, are all served, and it is back at rest after each.
+func TestOnDemandServesLeasesFromRest(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("od", 0, 3, 0)
+	w.waitAtRest("od")
+	enabled := w.watchEnabled("od")
+	cw := w.watchCeiling("od", 3)
+	for i := range 3 {
+		l := w.lease(fmt.Sprintf("one-%d", i), "od")
+		w.waitServed(l)
+		w.release(l)
+		w.waitAtRest("od")
+	}
+	var burst []*jumpstarterv1alpha1.Lease
+	for i := range 3 {
+		burst = append(burst, w.lease(fmt.Sprintf("burst-%d", i), "od"))
+	}
+	for _, l := range burst {
+		w.waitServed(l)
+	}
+	for _, l := range burst {
+		w.release(l)
+	}
+	w.waitAtRest("od")
+	enabled.check(t)
+	cw.check(t, 3, 4)
+	if c := apimeta.FindStatusCondition(w.getSet("od").Status.Conditions, vtv1alpha1.ConditionLeasesWait); c == nil || c.Status != "True" {
+		t.Errorf("LeasesWait at rest: %+v, want True", c)
+	}
+}
+
+// At maxReplicas 1 each user takes a Lease the moment the previous one is released: none
+// ends Unsatisfiable, the ceiling holds, and each lease gets a fresh Pod (ExitAndReplace).
+func TestBackToBackLeasesAtCeilingOne(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	w.controller(env.Config)
+	w.set("one", 0, 1, 1)
+	w.waitStatus("one", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+	enabled := w.watchEnabled("one")
+	cw := w.watchCeiling("one", 1)
+	pods := map[types.UID]bool{}
+	for i := range 8 {
+		l := w.lease(fmt.Sprintf("user-%d", i), "one")
+		exporter := w.waitServed(l)
+		w.eventually(20*time.Second, "the lease holder's pod", func() string {
+			for _, p := range w.podsOf("one") {
+				if p.Labels != nil && p.Name == exporter && p.Status.Phase == corev1.PodRunning {
+					if pods[p.UID] && i > 0 {
+						return fmt.Sprintf("lease %d is served by the Pod of an earlier lease", i)
+					}
+					pods[p.UID] = true
+					return ""
+				}
+			}
+			return "no running pod"
+		})
+		w.release(l)
+	}
+	enabled.check(t)
+	cw.check(t, 1, 1)
+}
+
+// waitAtRest waits until the set holds exactly one enabled Exporter, at rest, and no Pod.
+func (w *world) waitAtRest(set string) {
+	w.t.Helper()
+	w.eventually(60*time.Second, set+" at rest", func() string {
+		st := w.getSet(set).Status
+		if n := len(w.podsOf(set)); n != 0 || st.Replicas != 1 || st.RestingReplicas != 1 {
+			return fmt.Sprintf("%d pods, %s, resting %d", n, summary(st), st.RestingReplicas)
+		}
+		return ""
+	})
+}
+
+// podsOf lists the set's Pods.
+func (w *world) podsOf(set string) []corev1.Pod {
+	w.t.Helper()
+	var pods corev1.PodList
+	if err := w.c.List(w.ctx, &pods, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set}); err != nil {
+		w.t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// waitServed waits until the lease is assigned and fails at once if it ends unassigned
+// (Unsatisfiable), quoting the Jumpstarter controller's condition.
+func (w *world) waitServed(l *jumpstarterv1alpha1.Lease) string {
+	w.t.Helper()
+	var exporter string
+	w.eventually(30*time.Second, "lease "+l.Name+" served", func() string {
+		if err := w.c.Get(w.ctx, client.ObjectKeyFromObject(l), l); err != nil {
+			return err.Error()
+		}
+		if c := apimeta.FindStatusCondition(l.Status.Conditions, jumpstarterv1alpha1.LeaseConditionUnsatisfiable); c != nil && c.Status == "True" {
+			w.t.Fatalf("lease %s refused: Unsatisfiable %s: %s", l.Name, c.Reason, c.Message)
+		}
+		if l.Status.ExporterRef == nil {
+			return fmt.Sprintf("conditions %v", l.Status.Conditions)
+		}
+		exporter = l.Status.ExporterRef.Name
+		return ""
+	})
+	return exporter
+}
+
+// enabledWatch follows a set's Exporters on a watch and records each moment, after the
+// first enabled one appeared, at which none was enabled and not being deleted: a Lease
+// created then would have ended Unsatisfiable.
+type enabledWatch struct {
+	mu    sync.Mutex
+	seen  bool
+	now   map[types.UID]bool // enabled and not being deleted
+	gaps  []string
+	stop  func()
+	added int
+}
+
+func (w *world) watchEnabled(set string) *enabledWatch {
+	w.t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	wi, err := wc.Watch(w.ctx, &jumpstarterv1alpha1.ExporterList{}, client.InNamespace(w.ns), client.MatchingLabels{pool.LabelSet: set})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ew := &enabledWatch{now: map[types.UID]bool{}}
+	done := make(chan struct{})
+	ew.stop = func() { wi.Stop(); <-done }
+	go func() {
+		defer close(done)
+		for ev := range wi.ResultChan() {
+			e, ok := ev.Object.(*jumpstarterv1alpha1.Exporter)
+			if !ok {
+				continue
+			}
+			ew.mu.Lock()
+			if ev.Type == watch.Added {
+				ew.added++
+			}
+			if ev.Type != watch.Deleted && e.IsEnabled() && e.DeletionTimestamp == nil {
+				ew.now[e.UID] = true
+				ew.seen = true
+			} else {
+				delete(ew.now, e.UID)
+			}
+			if ew.seen && len(ew.now) == 0 {
+				ew.gaps = append(ew.gaps, fmt.Sprintf("%s %s %s", time.Now().Format("15:04:05.000"), ev.Type, e.Name))
+			}
+			ew.mu.Unlock()
+		}
+	}()
+	w.t.Cleanup(func() { ew.stop() })
+	return ew
+}
+
+// check stops the watch and fails the test for every moment without an enabled Exporter.
+func (ew *enabledWatch) check(t *testing.T) {
+	t.Helper()
+	ew.stop()
+	ew.mu.Lock()
+	defer ew.mu.Unlock()
+	if !ew.seen {
+		t.Errorf("the watch saw no enabled Exporter: it judged nothing")
+	}
+	for _, g := range ew.gaps {
+		t.Errorf("no enabled Exporter matched the set's selector after: %s", g)
+	}
+}
