@@ -111,9 +111,11 @@ func TestFixedCAEndsTheBackoff(t *testing.T) {
 	w.class("fake")
 	w.controller(env.Config, exporterset.WithFailureBackoff(3*time.Minute, 3*time.Minute))
 	w.set("pool", 0, 2, 1)
-	w.waitStatus("pool", 30*time.Second, "Degraded BackingOff", func(s vtv1alpha1.ExporterSetStatus) bool {
+	// The failed instance is the set's only enabled Exporter: it stays (Leases wait on it)
+	// until the backoff lets its replacement be created.
+	w.waitStatus("pool", 30*time.Second, "Degraded, backing off", func(s vtv1alpha1.ExporterSetStatus) bool {
 		r, m := degraded(s)
-		return r == vtv1alpha1.ReasonBackingOff && strings.Contains(m, "no PEM certificate")
+		return (r == vtv1alpha1.ReasonBackingOff || r == vtv1alpha1.ReasonTargetCrashing && strings.Contains(m, "backing off")) && strings.Contains(m, "no PEM certificate")
 	})
 	w.edit(&ca, func() { ca.Data[exporterset.DefaultCAKey] = good })
 	fixed := time.Now()

@@ -87,6 +87,11 @@ func TestBackToBackLeasesAtCeilingOne(t *testing.T) {
 	cw.check(t, 1, 1)
 }
 
+// atRest reports a set holding one Exporter, at rest without a Pod: an on-demand set idle.
+func atRest(s vtv1alpha1.ExporterSetStatus) bool {
+	return s.Replicas == 1 && s.RestingReplicas == 1 && s.PodsPending+s.PodsRunning+s.PodsFailed+s.PodsUnknown == 0
+}
+
 // waitAtRest waits until the set holds exactly one enabled Exporter, at rest, and no Pod.
 func (w *world) waitAtRest(set string) {
 	w.t.Helper()

@@ -40,8 +40,8 @@ func TestTransientProvisionerFailureDeletesNothing(t *testing.T) {
 	}
 
 	w.fake.Fail("Validate", nil)
-	w.waitStatus("pool", 30*time.Second, "recovered and scaled down", func(s vtv1alpha1.ExporterSetStatus) bool {
+	w.waitStatus("pool", 30*time.Second, "recovered and scaled down to its standby", func(s vtv1alpha1.ExporterSetStatus) bool {
 		r, _ := degraded(s)
-		return r == "" && s.Replicas == 0
+		return r == "" && atRest(s)
 	})
 }

@@ -117,7 +117,7 @@ func TestScaleDownNeverRetiresLeased(t *testing.T) {
 	for _, l := range held {
 		w.release(l)
 	}
-	w.waitStatus("pool", 30*time.Second, "empty after the releases", func(s vtv1alpha1.ExporterSetStatus) bool { return s.Replicas == 0 })
+	w.waitStatus("pool", 30*time.Second, "at rest after the releases", atRest)
 
 	// The race: the floor jumps up and down while leases arrive.
 	var racing []*jumpstarterv1alpha1.Lease

@@ -70,7 +70,7 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		backoffUntil: backoffUntil,
 		// The standby rests without a Pod: while the set keeps one, only the plan starts Pods.
 		immediate: p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external && plan.Standby == 0,
-		instances:    map[types.UID]intent{},
+		instances: map[types.UID]intent{},
 	}
 	d.version = fmt.Sprintf("%s/%d/%s/%s/%x/%t", p.set.UID, p.set.Generation, p.class.ResourceVersion, p.hash, sha256.Sum256(caPEM), d.backingOff(p.now))
 	for _, in := range plan.StartPods {

@@ -47,8 +47,8 @@ func TestLeastPrivilegeRoleScalesDown(t *testing.T) {
 	set := w.set("pool", 2, 4, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.ScaleDownCooldown = &metav1.Duration{Duration: time.Second} })
 	w.waitStatus("pool", 30*time.Second, "2 ready", func(s vtv1alpha1.ExporterSetStatus) bool { return s.ReadyReplicas == 2 })
 	w.edit(set, func() { set.Spec.MinReplicas = 0 })
-	w.waitStatus("pool", 30*time.Second, "scaled down to 0", func(s vtv1alpha1.ExporterSetStatus) bool { return s.Replicas == 0 })
-	if n := len(w.exporters("pool")); n != 0 {
-		t.Fatalf("%d exporters left", n)
+	w.waitStatus("pool", 30*time.Second, "scaled down to its standby", atRest)
+	if n := len(w.exporters("pool")); n != 1 {
+		t.Fatalf("%d exporters left, want the standby", n)
 	}
 }

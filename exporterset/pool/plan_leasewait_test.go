@@ -151,7 +151,7 @@ var usedOnce fixture.Trait = func(in *pool.Instance) {
 	in.Exporter.Annotations[pool.AnnotationIdleSince] = fixture.Epoch.Format(time.RFC3339)
 }
 
-func withMaxUse(in pool.PlanInput, n int) pool.PlanInput { in.MaxUseCount = n; return in }
+func withMaxUse(in pool.PlanInput, n int) pool.PlanInput   { in.MaxUseCount = n; return in }
 func withBudget(in pool.PlanInput, n int32) pool.PlanInput { in.BudgetCeiling = &n; return in }
 func withIdle(in pool.PlanInput, d time.Duration) pool.PlanInput {
 	in.MaxIdleAge = d

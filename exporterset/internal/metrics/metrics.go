@@ -10,16 +10,16 @@ import (
 // Metrics are the reconciler's Prometheus series. A nil *Metrics records nothing, so the
 // reconciler works without a registry.
 type Metrics struct {
-	replicas, available, leased *prometheus.GaugeVec
-	created, retired, recycled  *prometheus.CounterVec
-	retirements                 *prometheus.CounterVec
-	replacement                 prometheus.Histogram
-	failures                    *prometheus.CounterVec
-	backingOff                  *prometheus.GaugeVec
-	slo                         sloMetrics
-	quarantine                  quarantineMetrics
-	budget                      budgetMetrics
-	start                       time.Time // when the process began to look (slo.go)
+	replicas, available, leased, resting *prometheus.GaugeVec
+	created, retired, recycled           *prometheus.CounterVec
+	retirements                          *prometheus.CounterVec
+	replacement                          prometheus.Histogram
+	failures                             *prometheus.CounterVec
+	backingOff                           *prometheus.GaugeVec
+	slo                                  sloMetrics
+	quarantine                           quarantineMetrics
+	budget                               budgetMetrics
+	start                                time.Time // when the process began to look (slo.go)
 }
 
 // Set is what the metrics remember of one set between passes. It is kept in the
@@ -41,6 +41,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		replicas:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_replicas", Help: "Exporters owned by the set."}, labels),
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_available_replicas", Help: "Ready, enabled and unleased exporters (the warm pool)."}, labels),
 		leased:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_leased_replicas", Help: "Exporters holding a lease."}, labels),
+		resting:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_resting_replicas", Help: "Enabled, unleased exporters without a Pod, started when a lease waits."}, labels),
 		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_created_total", Help: "Instances created."}, labels),
 		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired (disabled to be removed); by reason in exporterset_retirements_total."}, labels),
 		recycled:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_recycled_total", Help: "Instances removed after their exporter exited at lease end."}, labels),
@@ -64,7 +65,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		start:      start.Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
-		reg.MustRegister(m.replicas, m.available, m.leased, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
+		reg.MustRegister(m.replicas, m.available, m.leased, m.resting, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
 		reg.MustRegister(m.slo.collectors()...)
 		reg.MustRegister(m.quarantine.collectors()...)
 		reg.MustRegister(m.budget.collectors()...)
@@ -81,6 +82,7 @@ func (m *Metrics) ObserveStatus(ns, name string, mem *Set, c pool.Counts, instan
 	m.replicas.WithLabelValues(ns, name).Set(float64(c.Replicas))
 	m.available.WithLabelValues(ns, name).Set(float64(c.AvailableReplicas))
 	m.leased.WithLabelValues(ns, name).Set(float64(c.LeasedReplicas))
+	m.resting.WithLabelValues(ns, name).Set(float64(c.RestingReplicas))
 
 	leased, available := map[string]bool{}, map[string]bool{}
 	for _, in := range instances {
@@ -152,7 +154,7 @@ func (m *Metrics) Forget(ns, name string) {
 	if m == nil {
 		return
 	}
-	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.backingOff} {
+	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.resting, m.backingOff} {
 		g.DeleteLabelValues(ns, name)
 	}
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
