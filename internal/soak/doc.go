@@ -98,6 +98,17 @@
 //     not reported; and the set disables in the write that marks. The failed hooks the
 //     exporters report are followed: whether the instance is out of service 2 s later is
 //     counted (not judged: a controller restarted by the walk forgets a report);
+//   - no refused user while a set has room (refusewatch.go, issue 38): upstream's core ends
+//     a Lease Unsatisfiable at once, from its cache, when no enabled Exporter matches
+//     (NoAccess) or all matches are disabled (AllDisabled), and jumpsim does the same; a
+//     Lease whose selector matches a set's template labels must not end so while the set
+//     is not being deleted, its class exists and its provisioner is served, no
+//     CapacityBudget holds it at 0 (a limit of 0, or full and allowing it none) and the
+//     Exporters a person disabled do not fill its maxReplicas. Judged 2 s after the Lease's
+//     watch shows it, the other watches having caught up; excused for RefuseGrace (10 s)
+//     only after the soak itself changed the set (created it, changed its class name,
+//     selector or template labels, deleted or re-created its class, gave a budget over it no
+//     room, disabled one of its Exporters by hand); a Lease for no set is only counted;
 //
 // and a few times a second:
 //   - demand before spares (budgetstarve.go): no Lease waits for a governed set for longer
