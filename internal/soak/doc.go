@@ -56,6 +56,14 @@
 // It also gives a set a max-idle-age of 5-25 s for 15-40 s (idle-age), taken away the same
 // way, so that idle instances are replaced by surge under the rest of the walk.
 //
+// Two sets keep a shape through the walk (ondemand_actions.go, issue 38): epsilon is
+// on-demand (Immediate binding, minReplicas 0, minAvailableReplicas 0, maxReplicas 3) and
+// zeta sits at a ceiling of 1 (maxReplicas 1, minAvailableReplicas 1, ExitAndReplace); the
+// walk edits their cooldown and template, never their sizing or binding mode. Besides the
+// leases every set gets, lease-back-to-back takes 2 to 4 leases for one of them one after
+// the other, each held 1-4 s and released in the step that creates the next; and
+// lease-no-pool takes a lease for a board no set serves, which the core refuses.
+//
 // Three of its sets (alpha, beta, delta) share a CapacityBudget (budget.go) of 3 to 6
 // instances, 4 at first, which the walk moves now and then (budget-limit): they want 4
 // when idle and up to 10 with their leases, so the budget is exhausted often, and sets with
