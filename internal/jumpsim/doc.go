@@ -23,11 +23,20 @@
 //     Registered=False, exporterStatus Offline, as upstream reports an exporter that never
 //     connected or went away. [Simulator.SetOffline], [Simulator.SetOnline] and
 //     [Simulator.SetExporterStatus] override it for chaos tests.
-//   - Lease scheduling, in the contract's order: unsatisfiable leases (no enabled Exporter
-//     matches) end at once; otherwise the lease stays Pending (Offline, NotAvailable,
-//     NotReady) until the first free, Registered and Online Exporter by name gets it. The
-//     Exporter becomes the Lease's controller owner and gets status.leaseRef. Leases end on
-//     spec.release or when spec.endTime / status.beginTime+duration passes.
+//   - Lease scheduling, in the contract's order, with upstream's reasons and messages
+//     (jumpstarter-controller b1f2bb41, lease_controller.go, reconcileStatusExporterRef):
+//     a lease no Exporter can serve ends Unsatisfiable at once, decided from the cache
+//     alone: [ReasonNoAccess] when no enabled Exporter matches its selector ("While there
+//     are 0 exporters matching the selector, none of them are approved by any policy for
+//     your client"), [ReasonAllDisabled] when some match and all are disabled (whatever
+//     spec.allowDisabled says, as upstream), and for a lease pinned by spec.exporterRef
+//     [ReasonExporterNotFound], [ReasonSelectorMismatch] or [ReasonExporterDisabled] (unless
+//     spec.allowDisabled). A waiting lease is decided again on every pass, so it ends the
+//     same way when its last Exporter goes or is disabled; Pending is left as it was.
+//     Otherwise the lease stays Pending (Offline, NotAvailable, NotReady) until the first
+//     free, Registered and Online Exporter by name gets it. The Exporter becomes the Lease's
+//     controller owner and gets status.leaseRef. Leases end on spec.release or when
+//     spec.endTime / status.beginTime+duration passes.
 //
 // Scheduler (part of the kubelet component): one node, [DefaultNodeName] unless
 // [WithNodeName], also created as a Node object (labels kubernetes.io/arch=amd64,
@@ -123,7 +132,13 @@
 // only for exitOnLeaseEnd and the driver names (reported as status.devices). Exporters do not rewrite
 // their jumpstarter.dev/* labels. There are no ExporterAccessPolicies, priorities or spot
 // access, no Client objects (spec.clientRef is not checked), and lastSeen is refreshed only on
-// transitions unless [WithHeartbeat] is set. Hooks see no session (no JUMPSTARTER_HOST: `j`
+// transitions unless [WithHeartbeat] is set. Known differences of the lease scheduler from
+// upstream's (b1f2bb41), none of which the pool's decisions depend on: an unassigned lease
+// with spec.release ends Released here, while upstream first decides it (Unsatisfiable,
+// or even assigned) and then ends it; one whose spec.endTime has passed ends Expired here,
+// while upstream expires only assigned leases; a selector the API server accepts but labels
+// cannot parse ends Invalid here, while upstream retries it with an error; and an Exporter
+// being deleted is never online here, while upstream can still assign it. Hooks see no session (no JUMPSTARTER_HOST: `j`
 // commands in a hook fail), and an afterLease hook runs whether or not a client connected
 // during the lease (upstream's runs it only then). Driver configs are not checked. The scheduler knows one node, no pod affinity or
 // topology spread, no priorities or preemption (its message says no victims), no volume
@@ -143,9 +158,12 @@
 //
 // Components read from the Simulator's informer cache and write with merge patches guarded by
 // resourceVersion, retrying conflicts on a fresh read (an object re-created under the same
-// name meanwhile is left to its own reconcile). Irreversible steps are confirmed with a live
-// read first: ending a lease as unsatisfiable (the cache may not have the just-created
-// Exporter yet) and deleting an orphan (it may not have the just-created owner). The lease
+// name meanwhile is left to its own reconcile). Ending a lease as unsatisfiable is decided
+// from the cache, with no live read, as upstream's lease controller decides from its
+// informers: a lease created right after its Exporter ends NoAccess if the cache has not
+// seen the Exporter yet, with the real core as here. Deleting an orphan (the garbage
+// collector's, not the core's) is confirmed with a live read first: the cache may not have
+// the just-created owner. The lease
 // scheduler reserves an Exporter in memory before writing the assignment, and also counts an
 // Exporter as leased when the cache shows it leased, so concurrent workers and a lagging
 // cache can delay an assignment but never double it. Run one Simulator per namespace at a

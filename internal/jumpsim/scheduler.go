@@ -18,16 +18,32 @@ import (
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
 
-// Lease condition reasons.
+// Lease condition reasons, as upstream's lease controller writes them (jumpstarter-controller
+// b1f2bb41, lease_controller.go, reconcileStatusExporterRef and reconcileStatusEnded).
 const (
 	ReasonOffline      = "Offline"      // Pending: exporters match, none Registered and Online
 	ReasonNotAvailable = "NotAvailable" // Pending: every online match is leased
 	ReasonNotReady     = "NotReady"     // Pending: free online matches are busy (exporterStatus)
-	ReasonNoExporter   = "NoExporter"   // Unsatisfiable: no enabled exporter matches
-	ReasonInvalid      = "InvalidSelector"
-	ReasonReady        = "Ready"
-	ReasonReleased     = "Released"
-	ReasonExpired      = "Expired"
+	// ReasonNoAccess ends a lease Unsatisfiable when no enabled Exporter matches its
+	// selector. Upstream's words are about access policies: with none (the simulator has
+	// none) every enabled match is approved, so "none approved" means "none enabled matches",
+	// and the count in its message is 0.
+	ReasonNoAccess = "NoAccess"
+	// ReasonAllDisabled ends a lease Unsatisfiable when Exporters match its selector but
+	// every one is disabled. Upstream leaves disabled Exporters out of a selector's matches
+	// whatever the lease's spec.allowDisabled says: that field only lets a lease pinned by
+	// spec.exporterRef have a disabled Exporter.
+	ReasonAllDisabled = "AllDisabled"
+	// ReasonExporterNotFound, ReasonSelectorMismatch and ReasonExporterDisabled end a lease
+	// pinned by spec.exporterRef Unsatisfiable: its Exporter does not exist, does not match
+	// a non-empty selector, or is disabled and the lease does not allow disabled ones.
+	ReasonExporterNotFound = "ExporterNotFound"
+	ReasonSelectorMismatch = "SelectorMismatch"
+	ReasonExporterDisabled = "ExporterDisabled"
+	ReasonInvalid          = "InvalidSelector"
+	ReasonReady            = "Ready"
+	ReasonReleased         = "Released"
+	ReasonExpired          = "Expired"
 )
 
 // pendingSafetyRequeue re-examines waiting leases even without events. Events (Exporter and
@@ -190,25 +206,14 @@ func (sc *scheduler) reconcileWaiting(ctx context.Context, l *jsv1.Lease, now ti
 		return reconcile.Result{RequeueAfter: requeueAt(begin, now)}, nil
 	}
 
-	candidates, err := sc.candidates(ctx, sc.s.client, l, sel)
+	// Decided from the cache alone, as upstream decides from its informers: a lease that
+	// comes before the cache has its just-created Exporter ends Unsatisfiable, for good.
+	candidates, reason, msg, err := sc.candidates(ctx, l, sel)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(candidates) == 0 {
-		// Ending is final: confirm with the apiserver that the cache is not just behind a
-		// freshly created Exporter.
-		live, err := sc.candidates(ctx, sc.s.reader, l, sel)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if len(live) > 0 {
-			return reconcile.Result{RequeueAfter: 50 * time.Millisecond}, nil
-		}
-		msg := "No enabled exporter matches the selector"
-		if l.Spec.ExporterRef != nil && l.Spec.ExporterRef.Name != "" {
-			msg = fmt.Sprintf("Exporter %s does not exist, is disabled or does not match the selector", l.Spec.ExporterRef.Name)
-		}
-		return reconcile.Result{}, sc.endUnassigned(ctx, l, jsv1.LeaseConditionUnsatisfiable, ReasonNoExporter, msg)
+	if reason != "" {
+		return reconcile.Result{}, sc.endUnassigned(ctx, l, jsv1.LeaseConditionUnsatisfiable, reason, msg)
 	}
 
 	leasedInCache, err := sc.leasedInCache(ctx, l)

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,27 +18,61 @@ import (
 // Which Exporter a waiting Lease gets: the candidates, and the reservations that keep two
 // leases off one Exporter while the cache lags behind the scheduler's own writes.
 
-// candidates lists the Exporters a lease may get: matching the selector (and the pinned
-// name), enabled unless the lease allows disabled ones. From the cache they are shallow
-// copies sharing maps and slices with it (every waiting lease looks at every Exporter on every
+// Unsatisfiable messages, upstream's words (lease_controller.go at b1f2bb41).
+const (
+	msgNoAccess         = "While there are %d exporters matching the selector, none of them are approved by any policy for your client"
+	msgAllDisabled      = "All %d exporters matching the selector are disabled"
+	msgExporterNotFound = "Requested exporter %s was not found"
+	msgSelectorMismatch = "Requested exporter %s does not match selector %s"
+	msgExporterDisabled = "Requested exporter %s is disabled. To lease a disabled exporter, set spec.allowDisabled: true on the Lease, or use --allow-disabled with jmp create lease"
+)
+
+// pinned reports whether l asks for one Exporter by name (spec.exporterRef).
+func pinned(l *jsv1.Lease) bool { return l.Spec.ExporterRef != nil && l.Spec.ExporterRef.Name != "" }
+
+// candidates lists, from the cache, the Exporters a lease may get, sorted by name, or says
+// why it never can (reason and message of Unsatisfiable), in upstream's order: a pinned
+// lease's Exporter must exist, match a non-empty selector and be enabled unless the lease
+// allows disabled ones; a selector's matches are its enabled Exporters, and none enabled
+// among several is AllDisabled, none at all NoAccess. From the cache they are shallow copies
+// sharing maps and slices with it (every waiting lease looks at every Exporter on every
 // change, so deep copies would dominate at scale): read them, never modify them.
-func (sc *scheduler) candidates(ctx context.Context, r client.Reader, l *jsv1.Lease, sel labels.Selector) ([]jsv1.Exporter, error) {
-	var list jsv1.ExporterList
-	if err := r.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+func (sc *scheduler) candidates(ctx context.Context, l *jsv1.Lease, sel labels.Selector) ([]jsv1.Exporter, string, string, error) {
+	if pinned(l) {
+		name := l.Spec.ExporterRef.Name
+		var ex jsv1.Exporter
+		err := sc.s.client.Get(ctx, types.NamespacedName{Namespace: l.Namespace, Name: name}, &ex)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, ReasonExporterNotFound, fmt.Sprintf(msgExporterNotFound, name), nil
+		case err != nil:
+			return nil, "", "", err
+		case !sel.Empty() && !sel.Matches(labels.Set(ex.Labels)):
+			return nil, ReasonSelectorMismatch, fmt.Sprintf(msgSelectorMismatch, name, metav1.FormatLabelSelector(&l.Spec.Selector)), nil
+		case !ex.IsEnabled() && !l.Spec.AllowDisabled:
+			return nil, ReasonExporterDisabled, fmt.Sprintf(msgExporterDisabled, name), nil
+		}
+		return []jsv1.Exporter{ex}, "", "", nil
 	}
+	var list jsv1.ExporterList
+	if err := sc.s.client.List(ctx, &list, client.InNamespace(l.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, "", "", err
+	}
+	matching := len(list.Items)
 	out := list.Items[:0]
 	for _, ex := range list.Items {
-		if l.Spec.ExporterRef != nil && l.Spec.ExporterRef.Name != "" && ex.Name != l.Spec.ExporterRef.Name {
-			continue
+		if ex.IsEnabled() { // whatever spec.allowDisabled says, as upstream
+			out = append(out, ex)
 		}
-		if !ex.IsEnabled() && !l.Spec.AllowDisabled {
-			continue
-		}
-		out = append(out, ex)
+	}
+	switch {
+	case len(out) == 0 && matching > 0:
+		return nil, ReasonAllDisabled, fmt.Sprintf(msgAllDisabled, matching), nil
+	case len(out) == 0:
+		return nil, ReasonNoAccess, fmt.Sprintf(msgNoAccess, 0), nil
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, "", "", nil
 }
 
 // leasedInCache returns the Exporters (name -> UID, empty when unknown) that the cache shows
@@ -71,7 +107,7 @@ func (sc *scheduler) pick(l *jsv1.Lease, candidates []jsv1.Exporter, leasedInCac
 		}
 	}
 	if len(online) == 0 {
-		return nil, ReasonOffline, fmt.Sprintf("There are %d matching exporters, but none is registered and online", len(candidates))
+		return nil, ReasonOffline, fmt.Sprintf("While there are %d available exporters (i.e. %s), none of them are online", len(candidates), candidates[0].Name)
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
@@ -94,9 +130,9 @@ func (sc *scheduler) pick(l *jsv1.Lease, candidates []jsv1.Exporter, leasedInCac
 	}
 	switch {
 	case free == 0:
-		return nil, ReasonNotAvailable, fmt.Sprintf("There are %d online matching exporters, but all of them are already leased", len(online))
+		return nil, ReasonNotAvailable, fmt.Sprintf("There are %d approved exporters, (i.e. %s) but all of them are already leased", len(online), online[0].Name)
 	case ready == 0:
-		return nil, ReasonNotReady, fmt.Sprintf("There are %d free online matching exporters, but none is ready for a lease", free)
+		return nil, ReasonNotReady, fmt.Sprintf("There are %d online exporters, but none are ready (still cleaning up previous lease)", free)
 	}
 	key := client.ObjectKeyFromObject(chosen)
 	sc.byExporter[key] = reservation{lease: l.Name, uid: chosen.UID}

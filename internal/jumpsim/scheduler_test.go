@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 )
@@ -85,98 +84,6 @@ func TestLeaseAssignedToFirstByName(t *testing.T) {
 		}
 		if l.Status.ExporterRef.Name != want {
 			t.Errorf("lease %s got %s, want %s", lease, l.Status.ExporterRef.Name, want)
-		}
-	}
-}
-
-func TestLeaseUnsatisfiable(t *testing.T) {
-	t.Parallel()
-	sim, ns := startSim(t)
-	ctx := testCtx(t)
-	check := func(name string) {
-		t.Helper()
-		l, err := sim.WaitLeaseEnded(ctx, ns, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := cond(l, jsv1.LeaseConditionUnsatisfiable); c == nil || c.Status != metav1.ConditionTrue {
-			t.Fatalf("%s Unsatisfiable %+v", name, c)
-		}
-		if c := cond(l, jsv1.LeaseConditionPending); c == nil || c.Status != metav1.ConditionFalse {
-			t.Fatalf("%s Pending %+v", name, c)
-		}
-		if l.Labels[jsv1.LeaseEndedLabel] != "true" {
-			eventually(t, 5*time.Second, func() error {
-				if getObj(t, leaseObj(ns, name)).Labels[jsv1.LeaseEndedLabel] != "true" {
-					return fmt.Errorf("%s has no ended label", name)
-				}
-				return nil
-			})
-		}
-		if l.Status.ExporterRef != nil {
-			t.Fatalf("%s assigned", name)
-		}
-	}
-
-	// Nothing matches at all.
-	if _, err := sim.TakeLease(ctx, ns, "nomatch", board, 0); err != nil {
-		t.Fatal(err)
-	}
-	check("nomatch")
-
-	// Matches exist but all are disabled; allowDisabled makes them eligible.
-	ex := startExporter(t, sim, ns, "disabled", board, false)
-	ex.Spec.Enabled = ptr.To(false)
-	if err := env.Client.Update(ctx, ex); err != nil {
-		t.Fatal(err)
-	}
-	// The scheduler assigns from the simulator's cache, as the real controller does from
-	// its informers: the lease must come after the cache has the update, or an Exporter
-	// still enabled there is assigned. Wait on that cache, not on a guessed delay.
-	eventually(t, 10*time.Second, func() error {
-		var got jsv1.Exporter
-		if err := sim.client.Get(ctx, client.ObjectKeyFromObject(ex), &got); err != nil {
-			return err
-		}
-		if got.IsEnabled() {
-			return fmt.Errorf("still enabled in the simulator's cache")
-		}
-		return nil
-	})
-	if _, err := sim.TakeLease(ctx, ns, "alldisabled", board, 0); err != nil {
-		t.Fatal(err)
-	}
-	check("alldisabled")
-
-	allow := &jsv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "allow"},
-		Spec:       jsv1.LeaseSpec{ClientRef: exRef(TestClientName), Selector: metav1.LabelSelector{MatchLabels: board}, AllowDisabled: true},
-	}
-	if err := env.Client.Create(ctx, allow); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.WaitLeaseAssigned(ctx, ns, "allow"); err != nil {
-		t.Fatal(err)
-	}
-	waitCount(t, sim, ActionLeaseUnsatisfiable, 2)
-}
-
-// A lease created right after its Exporter is not ended as unsatisfiable just because the
-// simulator's cache has not seen the Exporter yet.
-func TestLeaseRightAfterExporterIsNotUnsatisfiable(t *testing.T) {
-	t.Parallel()
-	sim, ns := startSim(t)
-	ctx := testCtx(t)
-	for i := range 20 {
-		name := fmt.Sprintf("race-%02d", i)
-		createExporter(t, ns, name, map[string]string{"race": name})
-		if _, err := sim.TakeLease(ctx, ns, name, map[string]string{"race": name}, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 20 {
-		if _, err := sim.WaitLeasePending(ctx, ns, fmt.Sprintf("race-%02d", i), ReasonOffline); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

@@ -163,7 +163,8 @@ func (sc *scheduler) end(ctx context.Context, l *jsv1.Lease, reason, message str
 }
 
 // endUnassigned ends a lease that can never be assigned: condition typ (Unsatisfiable or
-// Invalid) True and Pending False.
+// Invalid) True, and ended. Pending is left as it was (True with its last reason, if the
+// lease waited), as upstream leaves it: status.ended is what says the lease is over.
 func (sc *scheduler) endUnassigned(ctx context.Context, l *jsv1.Lease, typ, reason, message string) error {
 	now := metav1.Now()
 	wrote, err := sc.s.writeStatus(ctx, l, func() bool {
@@ -173,7 +174,6 @@ func (sc *scheduler) endUnassigned(ctx context.Context, l *jsv1.Lease, typ, reas
 		l.Status.Ended = true
 		l.Status.EndTime = &now
 		setCond(&l.Status.Conditions, typ, true, l.Generation, reason, message)
-		setCond(&l.Status.Conditions, jsv1.LeaseConditionPending, false, l.Generation, typ, message)
 		return true
 	})
 	if err != nil {
@@ -184,7 +184,7 @@ func (sc *scheduler) endUnassigned(ctx context.Context, l *jsv1.Lease, typ, reas
 		if typ == jsv1.LeaseConditionInvalid {
 			action = ActionLeaseInvalid
 		}
-		sc.s.record("scheduler", action, "Lease", l.Namespace, l.Name, "%s", message)
+		sc.s.record("scheduler", action, "Lease", l.Namespace, l.Name, "%s: %s", reason, message)
 	}
 	if !l.Status.Ended {
 		return nil // assigned meanwhile; the next pass handles it

@@ -61,6 +61,10 @@ type watchedBudget struct {
 	// to give up instances for another set's waiting Leases.
 	exhausted bool
 	asking    map[string]bool
+	// full is the status last seen with used.instances at the limit; fullAt when a status
+	// was last seen so (for the refusal invariant: a full budget leaves a set no room).
+	full   bool
+	fullAt time.Time
 }
 
 type budgetMember struct{ name, set string }
@@ -150,6 +154,9 @@ func (w *budgetWatch) budgetEvent(obj any) {
 		}
 	}
 	wb.exhausted = isEx
+	if wb.full = b.Status.Used.Instances >= b.Spec.Limits.Instances; wb.full {
+		wb.fullAt = time.Now()
+	}
 	waiting := false
 	for _, s := range b.Status.Sets {
 		waiting = waiting || s.Waiting > 0
@@ -182,17 +189,7 @@ func (w *budgetWatch) budgetEvent(obj any) {
 func (w *budgetWatch) lowestAllowedSince(set string, since time.Time) (lowest int64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := w.allowed[set]
-	for i, c := range h {
-		if i+1 < len(h) && !h[i+1].at.After(since) {
-			continue
-		}
-		if !ok || c.max < lowest {
-			lowest = c.max
-		}
-		ok = true
-	}
-	return lowest, ok
+	return lowestSince(w.allowed[set], since)
 }
 
 func (w *budgetWatch) budgetGone(obj any) {

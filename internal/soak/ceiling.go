@@ -38,6 +38,12 @@ type CeilingOptions struct {
 	// full and another governed set without demand holds idle instances above its floor
 	// (budgetstarve.go): the budget's pass, the donor's retirement and the watches' lag.
 	Starve time.Duration
+	// RefuseGrace is how long after the soak itself changed a set (created it, changed its
+	// class name, selector or template labels, deleted or re-created its class, gave a
+	// budget over it no room, disabled one of its Exporters by hand) a Lease for it may be
+	// refused: the controller's pass, its create and the Jumpstarter core's watch
+	// (refusewatch.go).
+	RefuseGrace time.Duration
 	// BackoffBase and BackoffCap are the failure backoff the soak's reconciler runs with;
 	// the churn bound is derived from them.
 	BackoffBase, BackoffCap time.Duration
@@ -55,6 +61,7 @@ const (
 func DefaultCeilingOptions() CeilingOptions {
 	return CeilingOptions{Confirm: 5 * time.Second, Recent: 10 * time.Second, StayGrace: 15 * time.Second,
 		AvailableGrace: 15 * time.Second, ChurnWindow: time.Minute, ResetSlack: 2 * time.Second, Starve: 20 * time.Second,
+		RefuseGrace: 10 * time.Second,
 		BackoffBase: soakBackoffBase, BackoffCap: soakBackoffCap}
 }
 

@@ -70,6 +70,7 @@ type Checker struct {
 	rw *rollWatch       // the roll floor's memory (rollwatch.go)
 	qw *quarantineWatch // the quarantine invariant's memory (quarantinewatch.go)
 	bw *budgetWatch     // the CapacityBudget's watched count (budgetwatch.go)
+	rf *refuseWatch     // the refusal invariant's memory (refusewatch.go)
 
 	starving     map[string]*starveClock // budget/lease -> its starvation clock (budgetstarve.go)
 	starveJudged int
@@ -111,6 +112,7 @@ func NewChecker(cfg *rest.Config, ns string, history *History, opts CeilingOptio
 		rw:       newRollWatch(),
 		qw:       newQuarantineWatch(),
 		bw:       newBudgetWatch(),
+		rf:       newRefuseWatch(),
 		starving: map[string]*starveClock{},
 	}, nil
 }
@@ -156,6 +158,9 @@ func (c *Checker) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.watchBudgets(ctx); err != nil {
+		return err
+	}
+	if err := c.watchRefusals(ctx); err != nil {
 		return err
 	}
 	go func() { _ = c.cache.Start(ctx) }()
@@ -325,6 +330,9 @@ func (c *Checker) loop(ctx context.Context) {
 		}
 		for _, v := range c.bw.judge(time.Now()) {
 			c.Report(v.Invariant, v.Object, "%s", v.Detail)
+		}
+		if err := c.judgeRefusals(ctx, time.Now(), false); err != nil && ctx.Err() == nil {
+			c.history.Record(KindNote, "checker: %v", err)
 		}
 		if err := c.checkStarvation(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			c.history.Record(KindNote, "checker: %v", err)

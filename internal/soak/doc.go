@@ -56,6 +56,14 @@
 // It also gives a set a max-idle-age of 5-25 s for 15-40 s (idle-age), taken away the same
 // way, so that idle instances are replaced by surge under the rest of the walk.
 //
+// Two sets keep a shape through the walk (ondemand_actions.go, issue 38): epsilon is
+// on-demand (Immediate binding, minReplicas 0, minAvailableReplicas 0, maxReplicas 3) and
+// zeta sits at a ceiling of 1 (maxReplicas 1, minAvailableReplicas 1, ExitAndReplace); the
+// walk edits their cooldown and template, never their sizing or binding mode. Besides the
+// leases every set gets, lease-back-to-back takes 2 to 4 leases for one of them one after
+// the other, each held 1-4 s and released in the step that creates the next; and
+// lease-no-pool takes a lease for a board no set serves, which the core refuses.
+//
 // Three of its sets (alpha, beta, delta) share a CapacityBudget (budget.go) of 3 to 6
 // instances, 4 at first, which the walk moves now and then (budget-limit): they want 4
 // when idle and up to 10 with their leases, so the budget is exhausted often, and sets with
@@ -98,6 +106,17 @@
 //     not reported; and the set disables in the write that marks. The failed hooks the
 //     exporters report are followed: whether the instance is out of service 2 s later is
 //     counted (not judged: a controller restarted by the walk forgets a report);
+//   - no refused user while a set has room (refusewatch.go, issue 38): upstream's core ends
+//     a Lease Unsatisfiable at once, from its cache, when no enabled Exporter matches
+//     (NoAccess) or all matches are disabled (AllDisabled), and jumpsim does the same; a
+//     Lease whose selector matches a set's template labels must not end so while the set
+//     is not being deleted, its class exists and its provisioner is served, no
+//     CapacityBudget holds it at 0 (a limit of 0, or full and allowing it none) and the
+//     Exporters a person disabled do not fill its maxReplicas. Judged 2 s after the Lease's
+//     watch shows it, the other watches having caught up; excused for RefuseGrace (10 s)
+//     only after the soak itself changed the set (created it, changed its class name,
+//     selector or template labels, deleted or re-created its class, gave a budget over it no
+//     room, disabled one of its Exporters by hand); a Lease for no set is only counted;
 //
 // and a few times a second:
 //   - demand before spares (budgetstarve.go): no Lease waits for a governed set for longer

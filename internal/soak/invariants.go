@@ -50,6 +50,12 @@ const (
 	// while the budget was full and another governed set without demand held idle
 	// instances above its minReplicas (budgetstarve.go).
 	InvBudgetStarved = "waiting-lease-starved-beside-idle-spares"
+	// InvLeaseRefused: a Lease whose selector matches a set's instances ended Unsatisfiable
+	// (NoAccess: no enabled Exporter matched; AllDisabled: every match disabled) while the
+	// set had room: not being deleted, its class present and its provisioner served, no
+	// CapacityBudget and no hand-disabled Exporters holding it at 0, and not just created
+	// or changed by the soak (refusewatch.go).
+	InvLeaseRefused = "lease-unsatisfiable-while-set-has-room"
 	// InvFinal: the final invariants did not hold within the settle time after the walk.
 	InvFinal = "not-converged-after-walk"
 	// InvInjected: the self-test's fake violation.

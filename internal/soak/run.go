@@ -83,6 +83,10 @@ type Result struct {
 	// HookLeft and HookStayed count the failed hooks whose instance was, or was not, out of
 	// service 2 s later (counted, not judged: see Checker.followHookFailures).
 	HookLeft, HookStayed int
+	// Refused counts the Leases the refusal invariant judged (ended Unsatisfiable NoAccess or
+	// AllDisabled), RefusedNoPool those for no set, RefusedExcused those whose set had no
+	// room or had just been changed by the soak (refusewatch.go).
+	Refused, RefusedNoPool, RefusedExcused int
 	// Budget is what the soak's CapacityBudget did (exhaustions, reclaims), from its status
 	// and the Exporters' watch (budgetwatch.go).
 	Budget BudgetStats
@@ -107,9 +111,9 @@ func (r *Result) Summary() string {
 	default:
 		verdict += fmt.Sprintf(", converged %s after the walk", r.ConvergedIn.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s, %s, %s: %s",
+	return fmt.Sprintf("seed %d: %s walk, %d steps (%s), %d history events, %d simulator events, injected API errors %d conflicts / %d throttled / %d internal, %d controller restarts, %d exporter deletions judged, %d ceiling evaluations, %d refused leases judged (%d for no pool, %d excused), %s, %d Available=True statuses judged (%d WaitForFirstConsumer ones with fewer unleased instances than minAvailableReplicas), churn of failing sets at most %d of %d allowed in a window, %s, %s, %s: %s",
 		r.Seed, r.Walked.Round(time.Second), r.Steps, strings.Join(acts, " "), r.Events, r.SimEvents,
-		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), r.QuarantineSummary(), r.BudgetSummary(), verdict)
+		r.Faults[0], r.Faults[1], r.Faults[2], r.Restarts, r.Deletions, r.Evaluations, r.Refused, r.RefusedNoPool, r.RefusedExcused, r.FailureSummary(), r.AvailableJudged, r.WFFCLeased, r.ChurnWorst[0], r.ChurnWorst[1], r.RollSummary(), r.QuarantineSummary(), r.BudgetSummary(), verdict)
 }
 
 // BudgetSummary says what the CapacityBudget did.
@@ -230,6 +234,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	w.checker.WatchRemote(w.ext.Remotes)
+	w.checker.ServeProvisioners(func(name string) bool { _, ok := registry.Get(name); return ok })
 	if err := w.checker.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -274,6 +279,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Every lease assignment seen is judged against the quarantine, the last ones too.
 	w.checker.FlushQuarantine()
+	// So is every refused lease.
+	w.checker.FlushRefusals(ctx)
 	res.Violations = w.checker.Violations()
 	res.Steps, res.Actions = walk.steps, walk.counts
 	res.Events = history.Total()
@@ -287,6 +294,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Quarantines, res.Reenabled, res.HookFailures, res.AssignJudged, res.AssignRaced = w.checker.QuarantineStats()
 	res.HookLeft, res.HookStayed = w.checker.HookFollowUps()
 	res.Budget = w.checker.BudgetStats()
+	res.Refused, res.RefusedNoPool, res.RefusedExcused = w.checker.RefuseStats()
 	res.HistoryTail = history.Tail(historyTail)
 	if res.Failed() {
 		res.HistoryTail += simTail(w.sim, res)

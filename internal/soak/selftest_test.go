@@ -27,6 +27,7 @@ var selfTestCeiling = func() CeilingOptions {
 	o := DefaultCeilingOptions()
 	o.Confirm, o.Recent, o.StayGrace, o.AvailableGrace = 300*time.Millisecond, 300*time.Millisecond, time.Second, time.Second
 	o.Starve = time.Second
+	o.RefuseGrace = 3 * time.Second
 	return o
 }()
 

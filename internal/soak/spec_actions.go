@@ -33,6 +33,9 @@ func (wk *Walk) editSet(ctx context.Context) (string, bool, error) {
 	minR, minAvail := int32(wk.rng.Intn(4)), int32(wk.rng.Intn(4))
 	cooldown := time.Duration(wk.rng.Intn(3)) * time.Second
 	extraDriver := wk.rng.Intn(2) == 0
+	if p.shape != "" && choice < 7 {
+		choice = 7 + choice%3 // a kept shape: its cooldown or template, not its sizing
+	}
 	start := time.Now()
 	err := wk.updateSet(ctx, p.set, func(s *vtv1alpha1.ExporterSet) {
 		switch {
@@ -118,7 +121,7 @@ func (wk *Walk) editClass(ctx context.Context) (string, bool, error) {
 	}
 	wk.rev++
 	rev := wk.rev
-	toggleBinding := wk.rng.Intn(3) == 0
+	toggleBinding := wk.rng.Intn(3) == 0 && p.shape == "" // a kept shape keeps its binding
 	var what string
 	start := time.Now()
 	err := wk.updateClass(ctx, p.class, func(c *vtv1alpha1.VirtualTargetClass) {

@@ -38,6 +38,7 @@ type Walk struct {
 	deleted  map[string]*vtv1alpha1.VirtualTargetClass // classes to re-create, by name
 	hooked   map[string]bool                           // sets whose (class's) hooks the walk has yet to take away
 	idleAged map[string]bool                           // sets whose max-idle-age the walk has yet to take away
+	chained  map[string]bool                           // sets with a back-to-back chain of leases under way
 	deferred []deferredStep
 	f        *failureState // the simulator faults in force (failure_actions.go)
 }
@@ -60,10 +61,12 @@ func newWalk(seed int64, w *world) *Walk {
 		deleted:  map[string]*vtv1alpha1.VirtualTargetClass{},
 		hooked:   map[string]bool{},
 		idleAged: map[string]bool{},
+		chained:  map[string]bool{},
 		f:        newFailureState(),
 	}
 	wk.actions = append(append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...), wk.hookCatalogue()...)
 	wk.actions = append(wk.actions, wk.budgetCatalogue()...)
+	wk.actions = append(wk.actions, wk.onDemandCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}

@@ -41,7 +41,21 @@ type pool struct {
 	hooks map[string]any
 	// budgeted sets carry the label the soak's CapacityBudget selects (budget.go).
 	budgeted bool
+	// shape, when set, is kept through the walk: its sizing and binding mode are not edited
+	// (ondemand_actions.go).
+	shape string
 }
+
+// Set shapes the walk keeps (issue 38): the users of both are refused by the Jumpstarter
+// core whenever the set holds no enabled Exporter.
+const (
+	// shapeOnDemand: Immediate binding, no floor, no warm buffer, maxReplicas >= 2: the set
+	// provisions for its users only.
+	shapeOnDemand = "on-demand"
+	// shapeCeilingOne: maxReplicas 1, minAvailableReplicas 1, ExitAndReplace: one instance,
+	// recycled after every lease, with leases taken back to back.
+	shapeCeilingOne = "ceiling-one"
+)
 
 // startupDeadline is the soak classes' startupDeadline: short, so that an instance stuck
 // behind an image pull failure is replaced (StartupDeadlineExceeded) within a walk, yet well
@@ -54,13 +68,19 @@ func exporterImage(p *pool) string { return "quay.io/jumpstarter-dev/jumpstarter
 func runtimeImage(p *pool) string  { return "registry.example/soak-runtime-" + p.set + ":1" }
 
 // pools are small and their cooldowns short, so the walk exercises scale-down and the
-// ceiling often; one runs on the real plugin when it was built.
+// ceiling often; two keep a shape whose users the Jumpstarter core refuses when the set
+// holds no enabled Exporter (on-demand, and a ceiling of 1); one runs on the real plugin
+// when it was built.
 func pools(withPlugin bool) []pool {
 	out := []pool{
 		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true, budgeted: true},
 		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0, budgeted: true},
 		// Targets outside the Pod: the external fake's remote resources (external_actions.go).
 		{set: "delta", class: "fake-ext", provisioner: fakeprov.ExternalName, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: time.Second, budgeted: true},
+		// The shapes the walk keeps, outside the budget (its sizing is tuned for the three
+		// above): an on-demand set and a set at a ceiling of 1.
+		{set: "epsilon", class: "fake-e", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 0, max: 3, minAvail: 0, cooldown: time.Second, shape: shapeOnDemand},
+		{set: "zeta", class: "fake-z", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 0, max: 1, minAvail: 1, cooldown: time.Second, shape: shapeCeilingOne},
 	}
 	if withPlugin {
 		out = append(out, pool{set: "gamma", class: "plugin", provisioner: PluginProvisioner, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: 2 * time.Second})
@@ -131,6 +151,9 @@ func newClass(ns string, p *pool) *vtv1alpha1.VirtualTargetClass {
 			},
 			StartupDeadline: &metav1.Duration{Duration: startupDeadline},
 		},
+	}
+	if p.shape == shapeOnDemand {
+		c.Spec.BindingMode = vtv1alpha1.BindingImmediate // the default, said: the shape needs it
 	}
 	if p.kvm {
 		c.Spec.Scheduling = &vtv1alpha1.Scheduling{Resources: &corev1.ResourceRequirements{
