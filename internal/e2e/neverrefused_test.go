@@ -34,7 +34,9 @@ import (
 //     set never holds more than one Exporter.
 //
 // Every lease must be assigned and never be Unsatisfiable; a watch sees every write of the
-// core, so a refusal between two polls is not missed.
+// core, so a refusal between two polls is not missed. The watch also checks the invariant
+// itself: once the set has an enabled Exporter it never has none (a lease arriving in such a
+// gap is refused, however short the gap; leases created at other moments may not show it).
 func TestLeasesNeverRefusedOnRealCore(t *testing.T) {
 	deployController(t)
 	t.Run("on-demand", testOnDemandLeases)
@@ -49,7 +51,7 @@ func testOnDemandLeases(t *testing.T) {
 	set := createPool(t, ns, "ondemand", func(s *vtv1alpha1.ExporterSet) {
 		s.Spec.MinReplicas, s.Spec.MinAvailableReplicas, s.Spec.MaxReplicas = 0, 0, ptr.To[int32](3)
 	})
-	defer w.checkMostExporters(t, 3)
+	t.Cleanup(func() { w.checkExporters(t, 3) })
 	var cls vtv1alpha1.VirtualTargetClass
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: set.Spec.VirtualTargetClassName}, &cls); err != nil {
 		t.Fatal(err)
@@ -95,7 +97,7 @@ func testCeilingOneLeases(t *testing.T) {
 		s.Spec.MinAvailableReplicas, s.Spec.MaxReplicas = 1, ptr.To[int32](1)
 		s.Spec.RecycleStrategy = vtv1alpha1.RecycleExitAndReplace
 	})
-	defer w.checkMostExporters(t, 1)
+	t.Cleanup(func() { w.checkExporters(t, 1) })
 	waitAvailable(t, ns, set.Name)
 	created := time.Now()
 	l := createLease(t, ns, set.Spec.Selector.MatchLabels)
@@ -229,14 +231,20 @@ func ownedBySet(e *jsv1.Exporter, set string) bool {
 }
 
 // setWatch follows a namespace's Exporters and Leases through watches started before the
-// set exists: the Exporters of the set alive at once (ADDED until DELETED) and, per Lease,
-// when it was first seen assigned and whether it was ever Unsatisfiable.
+// set exists: the Exporters of the set alive at once (ADDED until DELETED), whether the set
+// was ever left without an enabled one once it had one and, per Lease, when it was first seen
+// assigned and whether it was ever Unsatisfiable.
 type setWatch struct {
 	set    string
 	mu     sync.Mutex
 	live   map[string]bool
 	most   int
 	mostAt string
+	// enabled are the Exporters upstream's lease controller counts: present (ADDED until
+	// DELETED, a deletionTimestamp does not matter to it) and spec.enabled not false.
+	enabled map[string]bool
+	// gap is the first moment the set had no enabled Exporter after having one.
+	gap    string
 	leases map[string]*leaseSeen
 	broken error
 }
@@ -259,7 +267,7 @@ func watchSet(t *testing.T, ns, set string) *setWatch {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	w := &setWatch{set: set, live: map[string]bool{}, leases: map[string]*leaseSeen{}}
+	w := &setWatch{set: set, live: map[string]bool{}, enabled: map[string]bool{}, leases: map[string]*leaseSeen{}}
 	for _, list := range []client.ObjectList{&jsv1.ExporterList{}, &jsv1.LeaseList{}} {
 		// The first watch is open before this returns, so nothing the set does is missed.
 		wi, err := wc.Watch(wctx, list, client.InNamespace(ns))
@@ -301,17 +309,17 @@ func (w *setWatch) observe(ev watch.Event) {
 	defer w.mu.Unlock()
 	switch o := ev.Object.(type) {
 	case *jsv1.Exporter:
-		if !ownedBySet(o, w.set) {
-			return
-		}
-		switch ev.Type {
-		case watch.Added:
-			w.live[o.Name] = true
-		case watch.Deleted:
-			delete(w.live, o.Name)
-		}
+		// The set's from its ADDED until its DELETED (or until the set lets it go).
+		had := len(w.enabled) > 0
+		in := ev.Type != watch.Deleted && ownedBySet(o, w.set)
+		setMember(w.live, o.Name, in)
+		setMember(w.enabled, o.Name, in && o.IsEnabled())
+		now := time.Now().Format("15:04:05.000")
 		if len(w.live) > w.most {
-			w.most, w.mostAt = len(w.live), fmt.Sprintf("%v at %s", w.live, time.Now().Format("15:04:05.000"))
+			w.most, w.mostAt = len(w.live), fmt.Sprintf("%v at %s", w.live, now)
+		}
+		if had && len(w.enabled) == 0 && w.gap == "" {
+			w.gap = fmt.Sprintf("at %s, when Exporter %s was %s (enabled %v)", now, o.Name, strings.ToLower(string(ev.Type)), o.IsEnabled())
 		}
 	case *jsv1.Lease:
 		s := w.leases[o.Name]
@@ -371,14 +379,18 @@ func (w *setWatch) checkNoRefusal(t *testing.T) {
 	}
 }
 
-// checkMostExporters fails the test if the watch saw more than ceiling Exporters of the set alive
-// at once, and logs the most it saw. Deferred, it reports also after a failed lease.
-func (w *setWatch) checkMostExporters(t *testing.T, ceiling int) {
-	t.Helper()
+// checkExporters fails the test if the watch saw more than ceiling Exporters of the set
+// alive at once, or the set without an enabled Exporter after it had one (issue 38's
+// invariant: a lease arriving then would be refused), and logs the most it saw. A cleanup,
+// it reports also after a failed lease.
+func (w *setWatch) checkExporters(t *testing.T, ceiling int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.most > ceiling {
 		t.Errorf("the set held %d Exporters at once (%s), want at most its maxReplicas %d", w.most, w.mostAt, ceiling)
+	}
+	if w.gap != "" {
+		t.Errorf("the set was left without an enabled Exporter %s: a lease then would be refused (issue 38)", w.gap)
 	}
 	t.Logf("at most %d Exporters of the set at once (%s)", w.most, w.mostAt)
 }
@@ -396,4 +408,13 @@ func leaseConditions(l *jsv1.Lease) string {
 	}
 	fmt.Fprintf(&b, "exporterRef %q ended %v", ref, l.Status.Ended)
 	return b.String()
+}
+
+// setMember puts name into m or takes it out.
+func setMember(m map[string]bool, name string, in bool) {
+	if in {
+		m[name] = true
+	} else {
+		delete(m, name)
+	}
 }
