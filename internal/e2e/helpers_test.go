@@ -156,8 +156,8 @@ func podsOf(t *testing.T, ns string) []corev1.Pod {
 	return pods.Items
 }
 
-// takeLease creates a lease on selector and waits until it is assigned, returning it.
-func takeLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease {
+// createLease creates a 30-minute lease on selector for client "e2e", as a user's `jmp` does.
+func createLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease {
 	t.Helper()
 	l := &jsv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-lease-", Namespace: ns},
@@ -167,6 +167,13 @@ func takeLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease 
 	if err := env.Client.Create(ctx, l); err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+// takeLease creates a lease on selector and waits until it is assigned, returning it.
+func takeLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease {
+	t.Helper()
+	l := createLease(t, ns, selector)
 	testproc.WaitFor(t, time.Minute, "lease "+l.Name+" to be assigned", func() (bool, string) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
 			return false, err.Error()
