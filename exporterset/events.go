@@ -105,6 +105,7 @@ var batchedEvents = map[EventReason]batchedEvent{
 	eventRetiring:        {"Retire", "disabled instance %s to retire it", "disabled %d instances to retire them: %s"},
 	eventRetired:         {"Retire", "deleted retired instance %s", "deleted %d retired instances: %s"},
 	eventRecycled:        {"Recycle", "deleted instance %s after its exporter exited; a fresh one replaces it", "deleted %d instances whose exporters exited; fresh ones replace them: %s"},
+	eventRenewed:         {"Renew", "kept instance %s, the set's last enabled Exporter, so that Leases wait for it; its Pod is replaced by a fresh one", "kept %d instances as the set's last enabled Exporters, their Pods replaced: %s"},
 	eventExternalCreated: {"CreateExternal", "created the external resources of instance %s", "created the external resources of %d instances: %s"},
 	eventBudgetReclaim:   {"Retire", "retiring idle instance %s: its CapacityBudget gives its place to waiting Leases", "retiring %d idle instances: their CapacityBudget gives their places to waiting Leases: %s"},
 	eventRetained:        {"Retain", "released instance %s from the set; it is kept disabled until deleted by hand (reclaimPolicy Retain)", "released %d instances from the set; they are kept disabled until deleted by hand (reclaimPolicy Retain): %s"},
