@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,8 +27,9 @@ import (
 //     served by a Pod started for them (cold start from rest), and after each release the set
 //     returns to rest;
 //   - ceiling-1 (maxReplicas 1, minAvailableReplicas 1, ExitAndReplace): five leases back to
-//     back, each created the moment the previous one is released, are each served while the
-//     set never holds more than one Exporter.
+//     back, each created the moment the previous one is released, are each served by a fresh
+//     Pod while the set never holds more than one Exporter (docs/lease-wait.md: at the ceiling
+//     the Exporter stays and its Pod is replaced, under the same name).
 //
 // Every lease must be assigned and never be Unsatisfiable; a watch (neverrefused_watch_test.go)
 // sees every write of the core, so a refusal between two polls is not missed. The watch also
@@ -98,13 +100,22 @@ func testCeilingOneLeases(t *testing.T) {
 	waitAvailable(t, ns, set.Name)
 	created := time.Now()
 	l := createLease(t, ns, set.Spec.Selector.MatchLabels)
-	var lastPod string
+	// At the ceiling the Exporter stays and its Pod is replaced after each lease, under the
+	// same name (the Exporter's): Pods are told apart by UID.
+	served := map[types.UID]int{} // the lease each Pod served
+	var lastPod types.UID
+	var released time.Time
 	for n := 1; n <= 5; n++ {
 		assigned, exporter := w.waitAssigned(t, l.Name, 3*time.Minute)
 		t.Logf("ceiling-1 lease %d: created → assigned %.2fs (%s on %s)", n, assigned.Sub(created).Seconds(), l.Name, exporter)
 		waitLeaseReady(t, ns, exporter, l.Name)
-		lastPod = podOf(t, ns, exporter)
+		lastPod = servingPod(t, ns, set.Name, exporter)
+		if m, ok := served[lastPod]; ok {
+			t.Errorf("ceiling-1 lease %d served by the Pod (UID %s) that served lease %d: under ExitAndReplace each lease gets a fresh Pod", n, lastPod, m)
+		}
+		served[lastPod] = n
 		releaseLease(t, l)
+		released = time.Now()
 		if n < 5 {
 			// The next user asks the moment the previous one is done.
 			created = time.Now()
@@ -112,15 +123,18 @@ func testCeilingOneLeases(t *testing.T) {
 		}
 	}
 	// The last release's replacement happens inside the watch too.
+	var fresh string
 	testproc.WaitFor(t, 3*time.Minute, "a fresh Pod after the last lease", func() (bool, string) {
 		for _, p := range setPods(t, ns, set.Name) {
-			if p.Name != lastPod && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			if p.UID != lastPod && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+				fresh = fmt.Sprintf("%s UID %s of Exporter %s", p.Name, p.UID, controllerName(&p))
 				return true, ""
 			}
 		}
 		_, _, desc := restState(t, ns, set.Name)
 		return false, desc
 	})
+	t.Logf("ceiling-1: last lease released → fresh Pod Ready %.2fs (%s)", time.Since(released).Seconds(), fresh)
 	w.checkNoRefusal(t)
 	logCore(t, c)
 }
@@ -203,6 +217,22 @@ func setExporters(t *testing.T, ns, set string) []jsv1.Exporter {
 		}
 	}
 	return out
+}
+
+// servingPod returns the UID of the one running Pod of the set's Exporter exporter that is
+// not being deleted.
+func servingPod(t *testing.T, ns, set, exporter string) types.UID {
+	t.Helper()
+	var uids []types.UID
+	for _, p := range setPods(t, ns, set) {
+		if controllerName(&p) == exporter && p.Status.Phase == corev1.PodRunning {
+			uids = append(uids, p.UID)
+		}
+	}
+	if len(uids) != 1 {
+		t.Fatalf("want 1 running Pod of Exporter %s, found %d:%s", exporter, len(uids), describePods(setPods(t, ns, set)))
+	}
+	return uids[0]
 }
 
 // setPods lists the Pods of the set's Exporters that are not being deleted.
