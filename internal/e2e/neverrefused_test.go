@@ -3,17 +3,14 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,13 +27,15 @@ import (
 //     served by a Pod started for them (cold start from rest), and after each release the set
 //     returns to rest;
 //   - ceiling-1 (maxReplicas 1, minAvailableReplicas 1, ExitAndReplace): five leases back to
-//     back, each created the moment the previous one is released, are each served while the
-//     set never holds more than one Exporter.
+//     back, each created the moment the previous one is released, are each served by a fresh
+//     Pod while the set never holds more than one Exporter (docs/lease-wait.md: at the ceiling
+//     the Exporter stays and its Pod is replaced, under the same name).
 //
-// Every lease must be assigned and never be Unsatisfiable; a watch sees every write of the
-// core, so a refusal between two polls is not missed. The watch also checks the invariant
-// itself: once the set has an enabled Exporter it never has none (a lease arriving in such a
-// gap is refused, however short the gap; leases created at other moments may not show it).
+// Every lease must be assigned and never be Unsatisfiable; a watch (neverrefused_watch_test.go)
+// sees every write of the core, so a refusal between two polls is not missed. The watch also
+// checks the invariant itself: once the set has an enabled Exporter it never has none (a lease
+// arriving in such a gap is refused, however short the gap; leases created at other moments
+// may not show it).
 func TestLeasesNeverRefusedOnRealCore(t *testing.T) {
 	deployController(t)
 	t.Run("on-demand", testOnDemandLeases)
@@ -101,13 +100,22 @@ func testCeilingOneLeases(t *testing.T) {
 	waitAvailable(t, ns, set.Name)
 	created := time.Now()
 	l := createLease(t, ns, set.Spec.Selector.MatchLabels)
-	var lastPod string
+	// At the ceiling the Exporter stays and its Pod is replaced after each lease, under the
+	// same name (the Exporter's): Pods are told apart by UID.
+	served := map[types.UID]int{} // the lease each Pod served
+	var lastPod types.UID
+	var released time.Time
 	for n := 1; n <= 5; n++ {
 		assigned, exporter := w.waitAssigned(t, l.Name, 3*time.Minute)
 		t.Logf("ceiling-1 lease %d: created → assigned %.2fs (%s on %s)", n, assigned.Sub(created).Seconds(), l.Name, exporter)
 		waitLeaseReady(t, ns, exporter, l.Name)
-		lastPod = podOf(t, ns, exporter)
+		lastPod = servingPod(t, ns, set.Name, exporter)
+		if m, ok := served[lastPod]; ok {
+			t.Errorf("ceiling-1 lease %d served by the Pod (UID %s) that served lease %d: under ExitAndReplace each lease gets a fresh Pod", n, lastPod, m)
+		}
+		served[lastPod] = n
 		releaseLease(t, l)
+		released = time.Now()
 		if n < 5 {
 			// The next user asks the moment the previous one is done.
 			created = time.Now()
@@ -115,15 +123,18 @@ func testCeilingOneLeases(t *testing.T) {
 		}
 	}
 	// The last release's replacement happens inside the watch too.
+	var fresh string
 	testproc.WaitFor(t, 3*time.Minute, "a fresh Pod after the last lease", func() (bool, string) {
 		for _, p := range setPods(t, ns, set.Name) {
-			if p.Name != lastPod && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+			if p.UID != lastPod && p.Status.Phase == corev1.PodRunning && podReady(&p) {
+				fresh = fmt.Sprintf("%s UID %s of Exporter %s", p.Name, p.UID, controllerName(&p))
 				return true, ""
 			}
 		}
 		_, _, desc := restState(t, ns, set.Name)
 		return false, desc
 	})
+	t.Logf("ceiling-1: last lease released → fresh Pod Ready %.2fs (%s)", time.Since(released).Seconds(), fresh)
 	w.checkNoRefusal(t)
 	logCore(t, c)
 }
@@ -208,6 +219,22 @@ func setExporters(t *testing.T, ns, set string) []jsv1.Exporter {
 	return out
 }
 
+// servingPod returns the UID of the one running Pod of the set's Exporter exporter that is
+// not being deleted.
+func servingPod(t *testing.T, ns, set, exporter string) types.UID {
+	t.Helper()
+	var uids []types.UID
+	for _, p := range setPods(t, ns, set) {
+		if controllerName(&p) == exporter && p.Status.Phase == corev1.PodRunning {
+			uids = append(uids, p.UID)
+		}
+	}
+	if len(uids) != 1 {
+		t.Fatalf("want 1 running Pod of Exporter %s, found %d:%s", exporter, len(uids), describePods(setPods(t, ns, set)))
+	}
+	return uids[0]
+}
+
 // setPods lists the Pods of the set's Exporters that are not being deleted.
 func setPods(t *testing.T, ns, set string) []corev1.Pod {
 	t.Helper()
@@ -228,193 +255,4 @@ func setPods(t *testing.T, ns, set string) []corev1.Pod {
 func ownedBySet(e *jsv1.Exporter, set string) bool {
 	r := metav1.GetControllerOf(e)
 	return r != nil && r.Kind == "ExporterSet" && r.Name == set
-}
-
-// setWatch follows a namespace's Exporters and Leases through watches started before the
-// set exists: the Exporters of the set alive at once (ADDED until DELETED), whether the set
-// was ever left without an enabled one once it had one and, per Lease, when it was first seen
-// assigned and whether it was ever Unsatisfiable.
-type setWatch struct {
-	set    string
-	mu     sync.Mutex
-	live   map[string]bool
-	most   int
-	mostAt string
-	// enabled are the Exporters upstream's lease controller counts: present (ADDED until
-	// DELETED, a deletionTimestamp does not matter to it) and spec.enabled not false.
-	enabled map[string]bool
-	// gap is the first moment the set had no enabled Exporter after having one.
-	gap    string
-	leases map[string]*leaseSeen
-	broken error
-}
-
-// leaseSeen is what the watch saw of one Lease.
-type leaseSeen struct {
-	assigned      time.Time
-	exporter      string
-	unsatisfiable string // the conditions when Unsatisfiable=True was first seen
-	ended         bool
-	conditions    string // the latest
-}
-
-// watchSet starts watching ns for the set named until the test ends.
-func watchSet(t *testing.T, ns, set string) *setWatch {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	w := &setWatch{set: set, live: map[string]bool{}, enabled: map[string]bool{}, leases: map[string]*leaseSeen{}}
-	for _, list := range []client.ObjectList{&jsv1.ExporterList{}, &jsv1.LeaseList{}} {
-		// The first watch is open before this returns, so nothing the set does is missed.
-		wi, err := wc.Watch(wctx, list, client.InNamespace(ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		go w.follow(wctx, wi)
-	}
-	return w
-}
-
-// follow handles wi's events until the test ends. The API server closes a watch after 30
-// minutes at the earliest, longer than these scenarios; a watch that ends sooner is reported
-// as broken, since the events after it would be missed.
-func (w *setWatch) follow(ctx context.Context, wi watch.Interface) {
-	defer wi.Stop()
-	for ev := range wi.ResultChan() {
-		if ev.Type == watch.Error {
-			w.fail(fmt.Errorf("watch error: %v", ev.Object))
-			continue
-		}
-		w.observe(ev)
-	}
-	if ctx.Err() == nil {
-		w.fail(fmt.Errorf("the API server closed the watch"))
-	}
-}
-
-func (w *setWatch) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.broken == nil {
-		w.broken = err
-	}
-}
-
-func (w *setWatch) observe(ev watch.Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch o := ev.Object.(type) {
-	case *jsv1.Exporter:
-		// The set's from its ADDED until its DELETED (or until the set lets it go).
-		had := len(w.enabled) > 0
-		in := ev.Type != watch.Deleted && ownedBySet(o, w.set)
-		setMember(w.live, o.Name, in)
-		setMember(w.enabled, o.Name, in && o.IsEnabled())
-		now := time.Now().Format("15:04:05.000")
-		if len(w.live) > w.most {
-			w.most, w.mostAt = len(w.live), fmt.Sprintf("%v at %s", w.live, now)
-		}
-		if had && len(w.enabled) == 0 && w.gap == "" {
-			w.gap = fmt.Sprintf("at %s, when Exporter %s was %s (enabled %v)", now, o.Name, strings.ToLower(string(ev.Type)), o.IsEnabled())
-		}
-	case *jsv1.Lease:
-		s := w.leases[o.Name]
-		if s == nil {
-			s = &leaseSeen{}
-			w.leases[o.Name] = s
-		}
-		s.conditions, s.ended = leaseConditions(o), o.Status.Ended
-		if o.Status.ExporterRef != nil && s.assigned.IsZero() {
-			s.assigned, s.exporter = time.Now(), o.Status.ExporterRef.Name
-		}
-		if apimeta.IsStatusConditionTrue(o.Status.Conditions, jsv1.LeaseConditionUnsatisfiable) && s.unsatisfiable == "" {
-			s.unsatisfiable = s.conditions
-		}
-	}
-}
-
-// waitAssigned waits until the watch saw the lease assigned and returns when and to which
-// Exporter. A lease seen Unsatisfiable, or ended without an exporter, fails the test at once.
-func (w *setWatch) waitAssigned(t *testing.T, lease string, timeout time.Duration) (time.Time, string) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
-		w.mu.Lock()
-		s, broken := w.leases[lease], w.broken
-		var seen leaseSeen
-		if s != nil {
-			seen = *s
-		}
-		w.mu.Unlock()
-		switch {
-		case broken != nil:
-			t.Fatalf("the watch of Exporters and Leases broke: %v", broken)
-		case seen.unsatisfiable != "":
-			t.Fatalf("lease %s ended Unsatisfiable while the set had room (issue 38): %s", lease, seen.unsatisfiable)
-		case !seen.assigned.IsZero():
-			return seen.assigned, seen.exporter
-		case seen.ended:
-			t.Fatalf("lease %s ended without an exporter: %s", lease, seen.conditions)
-		case time.Now().After(deadline):
-			t.Fatalf("lease %s not assigned in %s: conditions %s", lease, timeout, seen.conditions)
-		}
-	}
-}
-
-// checkNoRefusal fails the test for every lease the watch ever saw Unsatisfiable.
-func (w *setWatch) checkNoRefusal(t *testing.T) {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.broken != nil {
-		t.Errorf("the watch of Exporters and Leases broke: %v", w.broken)
-	}
-	for name, s := range w.leases {
-		if s.unsatisfiable != "" {
-			t.Errorf("lease %s was Unsatisfiable while the set had room (issue 38): %s", name, s.unsatisfiable)
-		}
-	}
-}
-
-// checkExporters fails the test if the watch saw more than ceiling Exporters of the set
-// alive at once, or the set without an enabled Exporter after it had one (issue 38's
-// invariant: a lease arriving then would be refused), and logs the most it saw. A cleanup,
-// it reports also after a failed lease.
-func (w *setWatch) checkExporters(t *testing.T, ceiling int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.most > ceiling {
-		t.Errorf("the set held %d Exporters at once (%s), want at most its maxReplicas %d", w.most, w.mostAt, ceiling)
-	}
-	if w.gap != "" {
-		t.Errorf("the set was left without an enabled Exporter %s: a lease then would be refused (issue 38)", w.gap)
-	}
-	t.Logf("at most %d Exporters of the set at once (%s)", w.most, w.mostAt)
-}
-
-// leaseConditions quotes a Lease's conditions (type=status/reason/"message"), its exporter
-// and whether it ended.
-func leaseConditions(l *jsv1.Lease) string {
-	var b strings.Builder
-	for _, c := range l.Status.Conditions {
-		fmt.Fprintf(&b, "%s=%s/%s/%q ", c.Type, c.Status, c.Reason, c.Message)
-	}
-	ref := ""
-	if l.Status.ExporterRef != nil {
-		ref = l.Status.ExporterRef.Name
-	}
-	fmt.Fprintf(&b, "exporterRef %q ended %v", ref, l.Status.Ended)
-	return b.String()
-}
-
-// setMember puts name into m or takes it out.
-func setMember(m map[string]bool, name string, in bool) {
-	if in {
-		m[name] = true
-	} else {
-		delete(m, name)
-	}
 }
