@@ -274,8 +274,12 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 		version += fmt.Sprintf("/ca:%x", sha256.Sum256(e.pem))
 	}
 	problems := pool.Problems{}
+	renew := r.renewals(p, obs) // the last enabled Exporter's failed check (quarantine_lastplace.go)
 	for _, in := range obs.Instances {
-		pr := d.diagnose(in)
+		pr := renew.Of(in)
+		if pr == nil {
+			pr = d.diagnose(in)
+		}
 		if pr == nil {
 			pr = externalProblem(in, ext.of(in))
 		}

@@ -44,6 +44,8 @@ type instanceFailures struct {
 	seen       map[vtv1alpha1.ConditionReason]bool // reasons seen, for the metric
 	leasedOn   types.UID                           // the Pod it was last seen leased on (quarantine.go)
 	checking   bool                                // seen leased, not yet back Available (quarantine.go)
+	renewing   bool                                // renewed instead of quarantined, its failed check not acted on again (quarantine_lastplace.go)
+	renewPod   types.UID                           // the Pod being replaced for it, until it is
 }
 
 // observe updates a set's memory from its instances (their Problems already diagnosed) and

@@ -2,8 +2,12 @@ package exporterset_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
@@ -86,6 +90,50 @@ func TestUsedUpAtCeilingOneRenewsInPlace(t *testing.T) {
 		}
 		return ""
 	})
+	enabled.check(t)
+	cw.check(t, 1, 0)
+}
+
+// A failed lease hook at a ceiling of 1 (InPlaceReuse): the only instance is not quarantined
+// (disabled, it would make the core refuse every Lease as AllDisabled, and no replacement
+// fits beside it); it stays enabled, its Pod is replaced, and the next lease is served.
+func TestQuarantineAtCeilingOneRenewsInPlace(t *testing.T) {
+	w := newWorld(t)
+	w.hookClass(`test "$LEASE_NAME" != first`, "endLease")
+	w.controller(env.Config)
+	w.set("pool", 0, 1, 1, reuseSet(""))
+	w.waitHealthy("pool", 1, 30*time.Second)
+	enabled := w.watchEnabled("pool")
+	cw := w.watchCeiling("pool", 1)
+	l := w.lease("first", "pool")
+	name := w.waitServed(l)
+	var pod corev1.Pod
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	w.release(l)
+	w.eventually(30*time.Second, "a fresh Pod for "+name, func() string {
+		var now corev1.Pod
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &now); err != nil || now.UID == pod.UID {
+			return "no fresh Pod yet"
+		}
+		return ""
+	})
+	w.eventually(10*time.Second, "the event saying why it was not quarantined", func() string {
+		for _, n := range w.eventNotes("pool", "InstanceQuarantined") {
+			if strings.Contains(n, name) && strings.Contains(n, "instead of quarantined") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("events %v", w.eventNotes("pool", "InstanceQuarantined"))
+	})
+	next := w.lease("second", "pool")
+	if got := w.waitServed(next); got != name {
+		t.Errorf("the second lease went to %s, want the renewed %s", got, name)
+	}
+	if e := getExporter(t, w, name); e == nil || !e.IsEnabled() || e.Annotations[pool.AnnotationQuarantined] != "" {
+		t.Errorf("the only instance was disabled or marked quarantined: %+v", e)
+	}
 	enabled.check(t)
 	cw.check(t, 1, 0)
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,8 +77,16 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 		}
 	}
 	patched := map[string]*pool.Instance{}
+	disabled := map[types.UID]bool{}
 	var err error
 	for _, c := range cases {
+		if lastPlace(p.set, obs, c.in, disabled) {
+			f, _ := r.memory.instFailures.forInstance(key, c.in.Exporter.UID)
+			r.renewInstead(p, c, f)
+			s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))
+			continue
+		}
+		disabled[c.in.Exporter.UID] = true
 		e, perr := r.quarantineOne(ctx, p, c)
 		if perr != nil {
 			err = perr
@@ -99,6 +108,10 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 // crash during a lease restarts the Pod for the lease holder, as before; a controller
 // restarted since the lease treats the exit as a crash too.)
 func (r *Reconciler) failedCheck(p *pass, in *pool.Instance, f *instanceFailures) (quarantineCase, bool) {
+	if f.renewing && in.HookFailed() {
+		return quarantineCase{}, false // renewed for it: the status is the old exporter's (quarantine_lastplace.go)
+	}
+	f.renewing = false
 	if in.HookFailed() {
 		st := in.Exporter.Status
 		return quarantineCase{in: in, reason: string(st.ExporterStatusValue), message: st.StatusMessage}, true
