@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestRetiredInstanceKeptWhileALeaseIsAssignedToIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := env.Client
-	p := &pool{set: "race", class: "race", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 2}
+	p := &pool{set: "race", class: "race", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 2, max: 3}
 	for _, obj := range []client.Object{newClass(ns, p), newSet(ns, p)} {
 		if err := c.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -46,32 +47,38 @@ func TestRetiredInstanceKeptWhileALeaseIsAssignedToIt(t *testing.T) {
 	}
 	defer func() { _ = ctrl.stop() }()
 
-	// The floor makes one instance (no credentials are issued: it stays Pod-less, which is
-	// all this needs).
-	var name string
-	eventually(t, 20*time.Second, "the set's instance", func() bool {
+	// The floor makes two instances (no credentials are issued: they stay Pod-less, which is
+	// all this needs). Lowered to 0, one of them is a surplus and the other the standby that
+	// Leases wait on (leasewait.go): a Lease is assigned to each, so whichever is retired
+	// races one.
+	var names []string
+	eventually(t, 20*time.Second, "the set's instances", func() bool {
 		var list jumpstarterv1alpha1.ExporterList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{expool.LabelSet: p.set}); err != nil || len(list.Items) != 1 {
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{expool.LabelSet: p.set}); err != nil || len(list.Items) != 2 {
 			return false
 		}
-		name = list.Items[0].Name
+		names = []string{list.Items[0].Name, list.Items[1].Name}
 		return true
 	})
 
 	// The Jumpstarter controller's first write: the Lease names the Exporter.
-	l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "assigned", Namespace: ns},
-		Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "client"},
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": p.set}}}}
-	if err := c.Create(ctx, l); err != nil {
-		t.Fatal(err)
-	}
-	l.Status.ExporterRef = &corev1.LocalObjectReference{Name: name}
-	l.Status.BeginTime = ptr.To(metav1.Now())
-	if err := c.Status().Update(ctx, l); err != nil {
-		t.Fatal(err)
+	var leases []*jumpstarterv1alpha1.Lease
+	for i, name := range names {
+		l := &jumpstarterv1alpha1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("assigned-%d", i), Namespace: ns},
+			Spec: jumpstarterv1alpha1.LeaseSpec{ClientRef: corev1.LocalObjectReference{Name: "client"},
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"board": p.set}}}}
+		if err := c.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		l.Status.ExporterRef = &corev1.LocalObjectReference{Name: name}
+		l.Status.BeginTime = ptr.To(metav1.Now())
+		if err := c.Status().Update(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
 	}
 
-	// Now the set has a surplus: it retires the instance at once (cooldown 0)...
+	// Now the set has a surplus: it retires one instance at once (cooldown 0)...
 	// The controller writes the set's status meanwhile: retry on the conflicts that causes.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var set vtv1alpha1.ExporterSet
@@ -83,26 +90,39 @@ func TestRetiredInstanceKeptWhileALeaseIsAssignedToIt(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// ... but must keep it while the Lease is assigned to it.
+	// ... but must keep both while the Leases are assigned to them.
 	deadline := time.Now().Add(6 * time.Second)
 	for time.Now().Before(deadline) {
-		var e jumpstarterv1alpha1.Exporter
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e); err != nil {
-			t.Fatalf("exporter %s is gone (%v) while lease %s is assigned to it", name, err, l.Name)
+		for i, name := range names {
+			var e jumpstarterv1alpha1.Exporter
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e); err != nil {
+				t.Fatalf("exporter %s is gone (%v) while lease %s is assigned to it", name, err, leases[i].Name)
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// Once the Lease ends, the retired instance goes.
-	l.Status.Ended = true
-	l.Status.EndTime = ptr.To(metav1.Now())
-	if err := c.Status().Update(ctx, l); err != nil {
-		t.Fatal(err)
+	// Once the Leases end, the retired instance goes and the standby stays.
+	for _, l := range leases {
+		l.Status.Ended = true
+		l.Status.EndTime = ptr.To(metav1.Now())
+		if err := c.Status().Update(ctx, l); err != nil {
+			t.Fatal(err)
+		}
 	}
-	eventually(t, 20*time.Second, "the retired instance deleted after the lease ended", func() bool {
-		var e jumpstarterv1alpha1.Exporter
-		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e)
-		return client.IgnoreNotFound(err) == nil && (err != nil || e.DeletionTimestamp != nil)
+	eventually(t, 20*time.Second, "one instance deleted after the leases ended, the standby kept", func() bool {
+		gone := 0
+		for _, name := range names {
+			var e jumpstarterv1alpha1.Exporter
+			err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &e)
+			if client.IgnoreNotFound(err) != nil {
+				return false
+			}
+			if err != nil || e.DeletionTimestamp != nil {
+				gone++
+			}
+		}
+		return gone == 1
 	})
 }
 
