@@ -123,7 +123,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 
 	var external []error
 	if extReq != nil {
-		external, err = r.ensureExternalAll(ctx, p, extReq, live, ext)
+		external, err = r.ensureExternalAll(ctx, p, extReq, live, ext, plan.Standby > 0)
 	}
 	errs = append(errs, caErr, err)
 	if extReq != nil && err == nil {
@@ -169,13 +169,18 @@ func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error
 
 // ensureExternalAll creates (or finds) the external targets of the live instances
 // concurrently, at most createParallelism at once; invalid[i] is what a person must look at
-// for live[i].
-func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*pool.Instance, states externalStates) (invalid []error, err error) {
+// for live[i]. With resting set (the plan keeps a standby: nothing is wanted running), an
+// unleased instance without a target gets none: the standby rests without a remote target
+// until a Lease waits for it (pool/leasewait.go).
+func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*pool.Instance, states externalStates, resting bool) (invalid []error, err error) {
 	invalid = make([]error, len(live))
 	errs := make([]error, len(live))
 	sem := make(chan struct{}, r.createParallelism)
 	var wg sync.WaitGroup
 	for i, in := range live {
+		if st := states.of(in); resting && !in.Leased() && (st == nil || st.Phase == provisioner.ExternalGone) {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
