@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -135,19 +134,10 @@ func TestCeilingHoldsThroughLeaseCycles(t *testing.T) {
 	for i := range cycles {
 		l := w.lease("cycle-"+string(rune('a'+i)), "pool")
 		used := w.waitAssigned(l)
-		var pod corev1.Pod
-		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: used}, &pod); err != nil {
-			t.Fatal(err)
-		}
+		pod := w.podUID(used)
 		released := time.Now()
 		w.release(l)
-		w.eventually(30*time.Second, "a fresh Pod for "+used, func() string {
-			var now corev1.Pod
-			if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: used}, &now); err != nil || now.UID == pod.UID {
-				return "no fresh Pod yet"
-			}
-			return ""
-		})
+		w.waitFreshPod(used, pod)
 		waits = append(waits, time.Since(released))
 		w.waitHealthy("pool", 1, 30*time.Second)
 	}

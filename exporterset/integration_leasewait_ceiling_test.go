@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
@@ -107,18 +104,9 @@ func TestQuarantineAtCeilingOneRenewsInPlace(t *testing.T) {
 	cw := w.watchCeiling("pool", 1)
 	l := w.lease("first", "pool")
 	name := w.waitServed(l)
-	var pod corev1.Pod
-	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &pod); err != nil {
-		t.Fatal(err)
-	}
+	pod := w.podUID(name)
 	w.release(l)
-	w.eventually(30*time.Second, "a fresh Pod for "+name, func() string {
-		var now corev1.Pod
-		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &now); err != nil || now.UID == pod.UID {
-			return "no fresh Pod yet"
-		}
-		return ""
-	})
+	w.waitFreshPod(name, pod)
 	w.eventually(10*time.Second, "the event saying why it was not quarantined", func() string {
 		for _, n := range w.eventNotes("pool", "InstanceQuarantined") {
 			if strings.Contains(n, name) && strings.Contains(n, "instead of quarantined") {

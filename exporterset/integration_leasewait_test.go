@@ -108,6 +108,28 @@ func (w *world) waitAtRest(set string) {
 	})
 }
 
+// podUID is the UID of the instance's Pod (named as its Exporter).
+func (w *world) podUID(name string) types.UID {
+	w.t.Helper()
+	var pod corev1.Pod
+	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &pod); err != nil {
+		w.t.Fatal(err)
+	}
+	return pod.UID
+}
+
+// waitFreshPod waits until the instance's Pod is another than the one of UID old.
+func (w *world) waitFreshPod(name string, old types.UID) {
+	w.t.Helper()
+	w.eventually(30*time.Second, "a fresh Pod for "+name, func() string {
+		var now corev1.Pod
+		if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &now); err != nil || now.UID == old {
+			return "no fresh Pod yet"
+		}
+		return ""
+	})
+}
+
 // podsOf lists the set's Pods.
 func (w *world) podsOf(set string) []corev1.Pod {
 	w.t.Helper()
