@@ -25,7 +25,7 @@ func leasesWaitCondition(cond condFunc, res passResult) metav1.Condition {
 	case pl != nil && res.gov.ceiling != nil && *res.gov.ceiling <= 0:
 		return cond(vtv1alpha1.ConditionLeasesWait, enabled > 0, vtv1alpha1.ReasonNoRoom, "CapacityBudget %s allows the set no instance (%d enabled Exporters left); once none is left, %s", res.gov.strictest, enabled, coreRule)
 	case pl != nil && pl.LeasesRefused:
-		return cond(vtv1alpha1.ConditionLeasesWait, false, vtv1alpha1.ReasonNoEnabledExporter, "every Exporter of the set is disabled (quarantined, retiring or disabled by a person) and the ceiling leaves no room for another: %s", coreRule)
+		return cond(vtv1alpha1.ConditionLeasesWait, false, vtv1alpha1.ReasonNoEnabledExporter, "no enabled Exporter of the set stays: every one is disabled (quarantined, retiring or disabled by a person) or being replaced, and the ceiling leaves no room for another beside them: %s", coreRule)
 	}
 	return cond(vtv1alpha1.ConditionLeasesWait, true, vtv1alpha1.ReasonEnabledExporter, "%s; a Lease for the set waits Pending until an instance serves it", enabledNote(enabled, c.RestingReplicas))
 }

@@ -158,8 +158,8 @@ const (
 	ReasonEnabledExporter ConditionReason = "EnabledExporter"
 	// ReasonNoRoom: LeasesWait is False, a CapacityBudget allows the set no instance.
 	ReasonNoRoom ConditionReason = "NoRoom"
-	// ReasonNoEnabledExporter: LeasesWait is False, every Exporter of the set is disabled
-	// (quarantined, retiring, or disabled by a person) and the ceiling leaves no room for
-	// another.
+	// ReasonNoEnabledExporter: LeasesWait is False, no enabled Exporter of the set stays:
+	// every one is disabled (quarantined, retiring, or disabled by a person) or being
+	// replaced, and the ceiling leaves no room for another.
 	ReasonNoEnabledExporter ConditionReason = "NoEnabledExporter"
 )

@@ -68,8 +68,8 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 	if cand == nil && len(p.Replace) > 0 {
 		cand = p.Replace[0]
 	}
-	if cand == nil {
-		return nil
+	if cand == nil || cand.Foreign() && !roomBeside(in) {
+		return nil // upstream's instance gets no Pod of ours: it is replaced as before (adopt.go)
 	}
 	p.Remove, p.Retire, p.Replace = withoutOne(p.Remove, cand), withoutOne(p.Retire, cand), withoutOne(p.Replace, cand)
 	if roomBeside(in) {
@@ -97,8 +97,8 @@ func keepLastRetired(in PlanInput, p *Plan) {
 			break
 		}
 	}
-	if cand == nil {
-		return
+	if cand == nil || cand.Foreign() && !roomBeside(in) {
+		return // upstream's instance is never renewed: it is replaced as before (adopt.go)
 	}
 	p.Retire, p.Rolled, p.UsedUp = withoutOne(p.Retire, cand), withoutOne(p.Rolled, cand), withoutOne(p.UsedUp, cand)
 	p.Reclaimed, p.Replace = withoutOne(p.Reclaimed, cand), withoutOne(p.Replace, cand)

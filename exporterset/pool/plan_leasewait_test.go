@@ -95,6 +95,11 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Wanted: 1, Renew: []string{"a"}, RestPods: []string{"a"}},
 		},
 		{
+			name: "upstream's exited instance at a ceiling of 1 gets no Pod of ours: removed, replaced after",
+			in:   input(0, 1, 1, fixture.Instance("up", fixture.Pod(corev1.PodSucceeded), foreign)),
+			want: planSummary{Wanted: 1, CreateAfterRemove: 1, Remove: []string{"up"}},
+		},
+		{
 			name: "a budget of 0 owes nothing: no standby",
 			in:   withBudget(input(0, 3, 0), 0),
 			want: planSummary{},
@@ -121,7 +126,7 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			if diff := cmp.Diff(tc.want, summarize(p), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("PlanScale (-want +got):\n%s", diff)
 			}
-			if p.LeasesRefused {
+			if p.LeasesRefused && p.CreateAfterRemove == 0 {
 				t.Errorf("LeasesRefused on a set that can keep an Exporter")
 			}
 		})
@@ -140,6 +145,9 @@ func TestPlanSaysWhenLeasesAreRefused(t *testing.T) {
 		t.Fatalf("with room beside the quarantined one: LeasesRefused %v, Create %d; want false, 1", p.LeasesRefused, p.Create)
 	}
 }
+
+// foreign is an instance upstream's controller made: it has none of our labels.
+var foreign fixture.Trait = func(in *pool.Instance) { delete(in.Exporter.Labels, pool.LabelSet) }
 
 // usedOnce is an instance that served one lease, seen ended.
 var usedOnce fixture.Trait = func(in *pool.Instance) {
