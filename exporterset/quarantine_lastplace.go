@@ -17,10 +17,18 @@ import (
 // failure counts towards the circuit breaker as a quarantine does.
 
 // lastPlace reports whether disabling in would leave the set without an enabled Exporter
-// (those quarantined earlier in the pass are disabled already) while maxReplicas leaves no
-// room for another Exporter beside those that exist.
-func lastPlace(set *vtv1alpha1.ExporterSet, obs *observation, in *pool.Instance, quarantined map[types.UID]bool) bool {
-	if set.Spec.MaxReplicas == nil || *set.Spec.MaxReplicas == 0 || int32(len(obs.Instances)+len(obs.Strays)) < *set.Spec.MaxReplicas {
+// (those quarantined earlier in the pass are disabled already) while its ceiling (maxReplicas,
+// or a CapacityBudget's lower one: budget, nil for none) leaves no room for another Exporter
+// beside those that exist.
+func lastPlace(set *vtv1alpha1.ExporterSet, budget *int32, obs *observation, in *pool.Instance, quarantined map[types.UID]bool) bool {
+	ceiling, bounded := int32(0), false
+	if m := set.Spec.MaxReplicas; m != nil && *m > 0 {
+		ceiling, bounded = *m, true
+	}
+	if budget != nil && (!bounded || *budget < ceiling) {
+		ceiling, bounded = *budget, true
+	}
+	if !bounded || int32(len(obs.Instances)+len(obs.Strays)) < ceiling {
 		return false
 	}
 	for _, o := range obs.Instances {
