@@ -23,24 +23,40 @@ func (in PlanInput) KeepsLeasesWaiting() bool {
 	return !bounded || c > 0
 }
 
-// enabledStaying counts the Exporters that stay enabled through the plan as it stands: not
-// being deleted, enabled, neither retired nor removed by it, and those created but not yet
-// seen. Creates of this pass do not count: they run beside its removals.
-func enabledStaying(in PlanInput, p *Plan) int32 {
-	leaving := make(map[*Instance]bool, len(p.Retire)+len(p.Remove))
-	for _, i := range p.Retire {
-		leaving[i] = true
+// enabledStays reports whether an Exporter stays enabled through the plan as it stands: not
+// being deleted, enabled, neither retired nor removed by it, or created but not yet seen.
+// Creates of this pass do not count: they run beside its removals. It stops at the first
+// found (on every pass of a large pool, the first instance normally is one).
+func enabledStays(in PlanInput, p *Plan) bool {
+	if in.Expected > 0 {
+		return true
 	}
-	for _, i := range p.Remove {
-		leaving[i] = true
-	}
-	n := in.Expected
 	for _, i := range in.Instances {
-		if !i.Deleting() && i.Enabled() && !leaving[i] {
-			n++
+		if i.Leased() && i.Enabled() && !i.Deleting() {
+			return true // the plan never retires or removes a leased instance
 		}
 	}
-	return n
+	if len(p.Retire)+len(p.Remove) == 0 {
+		for _, i := range in.Instances {
+			if i.Enabled() && !i.Deleting() {
+				return true
+			}
+		}
+		return false
+	}
+	leaving := make(map[*Instance]bool, len(p.Retire)+len(p.Remove))
+	for _, l := range p.Retire {
+		leaving[l] = true
+	}
+	for _, l := range p.Remove {
+		leaving[l] = true
+	}
+	for _, i := range in.Instances {
+		if i.Enabled() && !i.Deleting() && !leaving[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // roomBeside reports whether the ceiling admits one more Exporter beside every one that
@@ -55,7 +71,7 @@ func roomBeside(in PlanInput) bool {
 // one of them stays. With room it is held for this pass (its successor is created now); at
 // the ceiling its Pod is replaced and it is returned, to be counted warm.
 func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
-	if !in.KeepsLeasesWaiting() || enabledStaying(in, p) > 0 {
+	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
 		return nil
 	}
 	var cand *Instance
@@ -87,7 +103,7 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 // (a create of this pass or the next takes its place first); at the ceiling it is renewed
 // in place: brought to the current spec (Renew) and its Pod replaced.
 func keepLastRetired(in PlanInput, p *Plan) {
-	if !in.KeepsLeasesWaiting() || enabledStaying(in, p) > 0 {
+	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
 		return
 	}
 	var cand *Instance

@@ -360,7 +360,7 @@ func PlanScale(in PlanInput) Plan {
 			p.RequeueAfter = wait
 		}
 	}
-	p.LeasesRefused = in.KeepsLeasesWaiting() && enabledStaying(in, &p) == 0 && p.Create == 0
+	p.LeasesRefused = in.KeepsLeasesWaiting() && p.Create == 0 && !enabledStays(in, &p)
 	if wake > 0 && (p.RequeueAfter == 0 || wake < p.RequeueAfter) {
 		p.RequeueAfter = wake // the next booking falls due
 	}
