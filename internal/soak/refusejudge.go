@@ -92,6 +92,11 @@ func (c *Checker) refusalExcuseLocked(set string, rs *refuseSet, at time.Time, e
 		return fmt.Sprintf("created %s before", at.Sub(rs.created).Round(time.Millisecond))
 	case rs.changed.After(since):
 		return fmt.Sprintf("its class name, selector or template labels changed %s before", at.Sub(rs.changed).Round(time.Millisecond))
+	case c.isExcusedLocking(set, at):
+		// The controller was down, or the soak made its provisioner or plugin fail: the set
+		// could create nothing then (nor remove anything), so a refusal can only mean its
+		// first Exporter was not made yet.
+		return "the soak disrupted it then (controller restart, provisioner or plugin fault)"
 	}
 	cl := w.classes[rs.class]
 	switch {
@@ -180,4 +185,11 @@ func (c *Checker) FlushRefusals(ctx context.Context) {
 	if err := c.judgeRefusals(ctx, time.Now(), true); err != nil && ctx.Err() == nil {
 		c.history.Record(KindNote, "checker: %v", err)
 	}
+}
+
+// isExcusedLocking is isExcused for a caller that does not hold c.mu.
+func (c *Checker) isExcusedLocking(set string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.isExcused(set, now)
 }
