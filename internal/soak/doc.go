@@ -116,7 +116,8 @@
 //     watch shows it, the other watches having caught up; excused for RefuseGrace (10 s)
 //     only after the soak itself changed the set (created it, changed its class name,
 //     selector or template labels, deleted or re-created its class, gave a budget over it no
-//     room, disabled one of its Exporters by hand); a Lease for no set is only counted;
+//     room, disabled one of its Exporters by hand), and while the soak disrupts it (the
+//     controller down, its provisioner or plugin failing); a Lease for no set is only counted;
 //
 // and a few times a second:
 //   - demand before spares (budgetstarve.go): no Lease waits for a governed set for longer
