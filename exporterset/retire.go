@@ -125,6 +125,11 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		return true, false, nil
 	}
 	recycled := !in.Retiring() && !in.Quarantined() // removed because its exporter exited, not retired or quarantined
+	if recycled {
+		if fresh, err := r.freshPod(ctx, e); err != nil || fresh {
+			return true, false, err
+		}
+	}
 	req, err := r.cleanupRequest(ctx, p)
 	if err != nil {
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
@@ -170,6 +175,19 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		}
 	}
 	return true, gone, err
+}
+
+// freshPod reports whether e, decided on as exited, runs a Pod that has not completed,
+// read from the API server: the pass may have seen its completed Pod in a cache that does
+// not show it replaced yet (an instance renewed in place at the ceiling, pool/leasewait.go).
+// Such an instance is a fresh target and is not removed.
+func (r *Reconciler) freshPod(ctx context.Context, e *jumpstarterv1alpha1.Exporter) (bool, error) {
+	var pod corev1.Pod
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: e.Namespace, Name: e.Name}, &pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	done := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	return isControlledBy(&pod, e.UID) && pod.DeletionTimestamp == nil && !done, nil
 }
 
 // dropCleanedFinalizer drops FinalizerExternal from e, just deleted after its Cleanup, so
