@@ -113,7 +113,12 @@ func (c *Checker) refusalExcuseLocked(set string, rs *refuseSet, at time.Time, e
 	if t := w.handDisabled[set]; t.After(since) {
 		return fmt.Sprintf("an Exporter of it was disabled by hand %s before", at.Sub(t).Round(time.Millisecond))
 	}
-	if rs.max > 0 {
+	// Its ceiling: maxReplicas (0 = unbounded), or a CapacityBudget's lower allowed.
+	ceiling := int64(rs.max)
+	if low, ok := c.bw.allowedSince(set, since); ok && (ceiling == 0 || low < ceiling) {
+		ceiling = low
+	}
+	if ceiling > 0 {
 		var held []string
 		for _, e := range exporters {
 			if uid, ok := controllerUID(&e, "ExporterSet"); !ok || uid != rs.uid {
@@ -123,8 +128,8 @@ func (c *Checker) refusalExcuseLocked(set string, rs *refuseSet, at time.Time, e
 				held = append(held, e.Name)
 			}
 		}
-		if int32(len(held)) >= rs.max {
-			return fmt.Sprintf("Exporters disabled by hand (%s) hold its maxReplicas %d", strings.Join(held, ", "), rs.max)
+		if int64(len(held)) >= ceiling {
+			return fmt.Sprintf("Exporters disabled by hand (%s) hold its ceiling %d (maxReplicas %d, or its budget's allowed)", strings.Join(held, ", "), ceiling, rs.max)
 		}
 	}
 	return ""
@@ -156,6 +161,14 @@ func (w *budgetWatch) refuses(set string, since time.Time) string {
 		}
 	}
 	return ""
+}
+
+// allowedSince is the lowest number of instances the CapacityBudgets governing set allowed
+// it from since on (ok=false when none governs it).
+func (w *budgetWatch) allowedSince(set string, since time.Time) (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return lowestSince(w.allowed[set], since)
 }
 
 // lowestSince is the lowest value of h in effect at since or after (ok=false for none).

@@ -106,7 +106,7 @@ func TestCheckerExcusesLeaseRefusedWithoutRoom(t *testing.T) {
 	for l, why := range map[string]string{
 		"lease-nopool":    "refused (NoAccess) for no pool",
 		"lease-starved":   "starved: CapacityBudget shared has a limit of 0",
-		"lease-held":      "held: Exporters disabled by hand (held-1) hold its maxReplicas 1",
+		"lease-held":      "held: Exporters disabled by hand (held-1) hold its ceiling 1 (maxReplicas 1, or its budget's allowed)",
 		"lease-fresh":     "fresh: created",
 		"lease-classless": "classless: its class classless does not exist",
 	} {
