@@ -45,6 +45,7 @@ func addCounts(a, b pool.Counts) pool.Counts {
 	a.AvailableReplicas += b.AvailableReplicas
 	a.LeasedReplicas += b.LeasedReplicas
 	a.UnavailableReplicas += b.UnavailableReplicas
+	a.RestingReplicas += b.RestingReplicas
 	a.ExportersActive += b.ExportersActive
 	a.ExportersIdle += b.ExportersIdle
 	a.ExportersDisabled += b.ExportersDisabled
@@ -108,6 +109,10 @@ func checkStatusInvariants(t *testing.T, in []*pool.Instance, s pool.Counts) {
 	}
 	if s.UnavailableReplicas < s.ExportersOffline {
 		fail("unavailable %d < offline %d: an offline exporter is not ready", s.UnavailableReplicas, s.ExportersOffline)
+	}
+	// A resting instance is enabled.
+	if s.RestingReplicas > enabled {
+		fail("resting %d of %d enabled", s.RestingReplicas, enabled)
 	}
 	if got := s.PodsPending + s.PodsRunning + s.PodsFailed + s.PodsUnknown; got != pods {
 		fail("pods by phase sum to %d, there are %d", got, pods)
