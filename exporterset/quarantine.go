@@ -79,16 +79,8 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 	patched := map[string]*pool.Instance{}
 	disabled := map[types.UID]bool{}
 	var err error
-	var budget *int32 // a CapacityBudget's ceiling, read only when a check failed
-	if len(cases) > 0 {
-		g, gerr := r.governanceOf(ctx, p.set, int32(len(obs.Instances)+len(obs.Strays)))
-		if gerr != nil {
-			return s.reuse.breaker(r.backoffBase, r.backoffCap), obs, gerr
-		}
-		budget = g.ceiling
-	}
 	for _, c := range cases {
-		if lastPlace(p.set, budget, obs, c.in, disabled) {
+		if lastPlace(obs, c.in, disabled) {
 			f, _ := r.memory.instFailures.forInstance(key, c.in.Exporter.UID)
 			r.renewInstead(p, c, f)
 			s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))

@@ -9,28 +9,17 @@ import (
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
-// The last place (pool/leasewait.go). At the ceiling, the set's last enabled Exporter is not
-// quarantined when it fails its check: disabled, it would make the Jumpstarter controller
-// refuse every Lease for the set (AllDisabled) until a replacement exists, and maxReplicas
-// admits none beside it. It stays enabled and its Pod is replaced instead, which gives the
-// same fresh target a quarantine and its replacement would, under the same Exporter. Its
-// failure counts towards the circuit breaker as a quarantine does.
+// The last place (pool/leasewait.go). The set's last enabled Exporter is not quarantined when
+// it fails its check: disabled, it would make the Jumpstarter controller refuse every Lease
+// for the set (AllDisabled) until a replacement exists, and a replacement is created only
+// after the quarantine's disable (and not at all while the set backs off or at its ceiling).
+// It stays enabled and its Pod is replaced instead, which gives the same fresh target a
+// quarantine and its replacement would, under the same Exporter. Its failure counts towards
+// the circuit breaker as a quarantine does.
 
 // lastPlace reports whether disabling in would leave the set without an enabled Exporter
-// (those quarantined earlier in the pass are disabled already) while its ceiling (maxReplicas,
-// or a CapacityBudget's lower one: budget, nil for none) leaves no room for another Exporter
-// beside those that exist.
-func lastPlace(set *vtv1alpha1.ExporterSet, budget *int32, obs *observation, in *pool.Instance, quarantined map[types.UID]bool) bool {
-	ceiling, bounded := int32(0), false
-	if m := set.Spec.MaxReplicas; m != nil && *m > 0 {
-		ceiling, bounded = *m, true
-	}
-	if budget != nil && (!bounded || *budget < ceiling) {
-		ceiling, bounded = *budget, true
-	}
-	if !bounded || int32(len(obs.Instances)+len(obs.Strays)) < ceiling {
-		return false
-	}
+// that is not being deleted (those quarantined earlier in the pass are disabled already).
+func lastPlace(obs *observation, in *pool.Instance, quarantined map[types.UID]bool) bool {
 	for _, o := range obs.Instances {
 		if o != in && !o.Deleting() && o.Enabled() && !quarantined[o.Exporter.UID] {
 			return false
@@ -49,7 +38,7 @@ func (r *Reconciler) renewInstead(p *pass, c quarantineCase, f *instanceFailures
 	}
 	r.memory.sightings.dropInstance(keyOf(p.set), c.in.Exporter.UID)
 	r.warning(p.set, c.in.Exporter, eventInstanceQuarantined, "Quarantine",
-		"instance %s failed its check: %s: %q; it is the set's last enabled Exporter and maxReplicas leaves no room for another, so it stays enabled for Leases to wait on and its Pod is replaced instead of quarantined", c.in.Name(), c.reason, c.message)
+		"instance %s failed its check: %s: %q; it is the set's last enabled Exporter, so it stays enabled for Leases to wait on and its Pod is replaced instead of quarantined", c.in.Name(), c.reason, c.message)
 }
 
 // renewals are the Problems that replace the Pods of instances renewed instead of
@@ -70,7 +59,7 @@ func (r *Reconciler) renewals(p *pass, obs *observation) pool.Problems {
 			out = pool.Problems{}
 		}
 		out[in.Exporter.UID] = &pool.Problem{Reason: vtv1alpha1.ReasonReuseCheckFailing, Replace: true,
-			Message: fmt.Sprintf("instance %s failed its check between leases; it is the last enabled Exporter at maxReplicas, so its Pod %s is replaced instead of quarantined", in.Name(), pod.Name)}
+			Message: fmt.Sprintf("instance %s failed its check between leases; it is the last enabled Exporter, so its Pod %s is replaced instead of quarantined", in.Name(), pod.Name)}
 	}
 	return out
 }
