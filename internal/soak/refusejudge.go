@@ -157,6 +157,10 @@ func (w *budgetWatch) refuses(set string, since time.Time) string {
 		if wb.full || wb.fullAt.After(since) {
 			if low, ok := lowestSince(w.allowed[set], since); ok && low == 0 {
 				return fmt.Sprintf("CapacityBudget %s is full and allows it no instance", name)
+			} else if !ok {
+				// Not allotted yet (a set the budget's status does not list): a full budget
+				// gives it no place to reserve, so it cannot make its first Exporter.
+				return fmt.Sprintf("CapacityBudget %s is full and has not allotted it an instance", name)
 			}
 		}
 	}
