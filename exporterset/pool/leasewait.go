@@ -87,7 +87,8 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 	if cand == nil || cand.Foreign() && !roomBeside(in) {
 		return nil // upstream's instance gets no Pod of ours: it is replaced as before (adopt.go)
 	}
-	p.Remove, p.Retire, p.Replace = withoutOne(p.Remove, cand), withoutOne(p.Retire, cand), withoutOne(p.Replace, cand)
+	one := []*Instance{cand}
+	p.Remove, p.Retire, p.Replace = without(p.Remove, one), without(p.Retire, one), without(p.Replace, one)
 	if roomBeside(in) {
 		p.Bridge = cand
 		return nil
@@ -116,8 +117,9 @@ func keepLastRetired(in PlanInput, p *Plan) {
 	if cand == nil || cand.Foreign() && !roomBeside(in) {
 		return // upstream's instance is never renewed: it is replaced as before (adopt.go)
 	}
-	p.Retire, p.Rolled, p.UsedUp = withoutOne(p.Retire, cand), withoutOne(p.Rolled, cand), withoutOne(p.UsedUp, cand)
-	p.Reclaimed, p.Replace = withoutOne(p.Reclaimed, cand), withoutOne(p.Replace, cand)
+	one := []*Instance{cand}
+	p.Retire, p.Rolled, p.UsedUp = without(p.Retire, one), without(p.Rolled, one), without(p.UsedUp, one)
+	p.Reclaimed, p.Replace = without(p.Reclaimed, one), without(p.Replace, one)
 	if p.IdleAged == cand {
 		p.IdleAged = nil
 	}
@@ -142,31 +144,14 @@ func idleAged(in PlanInput, i *Instance) bool {
 	return ok && !in.Now.Before(at)
 }
 
-// restSurplusPods picks, once the cooldown allows it, the idle instances that keep a
-// running Pod while the set wants none running: the standby rests without one.
-func restSurplusPods(in PlanInput, warm []*Instance, podNeed int32) []*Instance {
+// runningPods are the instances of warm that keep a running Pod: once the cooldown allows
+// it, the standby rests without one.
+func runningPods(warm []*Instance) []*Instance {
 	var out []*Instance
-	running := int32(0)
 	for _, i := range warm {
 		if i.ActivePod() != nil {
-			running++
-		}
-	}
-	for k := 0; k < len(warm) && running > podNeed; k++ {
-		if warm[k].ActivePod() != nil {
-			out = append(out, warm[k])
-			running--
+			out = append(out, i)
 		}
 	}
 	return out
-}
-
-// withoutOne returns list without i (list itself when i is not in it).
-func withoutOne(list []*Instance, i *Instance) []*Instance {
-	for k, x := range list {
-		if x == i {
-			return append(list[:k:k], list[k+1:]...)
-		}
-	}
-	return list
 }

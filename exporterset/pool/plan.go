@@ -309,7 +309,7 @@ func PlanScale(in PlanInput) Plan {
 	surplus := max(0, int32(len(warm))+in.Expected-max(0, target-busy))
 	var restPods []*Instance // the standby keeps no running Pod
 	if p.Standby > 0 {
-		restPods = restSurplusPods(in, warm[min(int(surplus), len(warm)):], 0)
+		restPods = runningPods(warm[min(int(surplus), len(warm)):])
 	}
 	if n := min(excess, int32(len(old))); n > 0 {
 		p.Retire = append(p.Retire, old[:n]...) // over the ceiling: the outdated go first
