@@ -42,7 +42,8 @@ type lockKey struct{ namespace, lease string }
 // for its Lease, so the locks follow the namespaces that hold sets. Sets without a served
 // provisioner share one set-wide Lease per namespace. The locks run beside the manager, not
 // in it: they are released only after the manager has stopped every reconcile. Losing a held
-// lock stops the process, as controller-runtime does.
+// lock stops the process, as controller-runtime does, unless its namespace took the Lease
+// with it on deletion (election_ending.go).
 type provisionerLocks struct {
 	client   coordinationv1client.CoordinationV1Interface
 	identity string
@@ -118,6 +119,12 @@ func (l *provisionerLocks) openedFunc() func(string) {
 	return l.opened
 }
 
+func (l *provisionerLocks) isHeld(k lockKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[k]
+}
+
 func (l *provisionerLocks) set(k lockKey, held bool) (was bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -150,8 +157,10 @@ func (l *provisionerLocks) campaign(k lockKey) {
 				}
 			},
 			OnStoppedLeading: func() {
-				if was := l.set(k, false); was && ctx.Err() == nil {
-					lost(fmt.Errorf("lost the leader election lock %s/%s", k.namespace, k.lease))
+				if was := l.isHeld(k); !was || ctx.Err() != nil || !l.outlive(ctx, k) {
+					if l.set(k, false); was && ctx.Err() == nil {
+						lost(fmt.Errorf("lost the leader election lock %s/%s", k.namespace, k.lease))
+					}
 				}
 			},
 		},

@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -59,6 +61,9 @@ func describePods(pods []corev1.Pod) string {
 	var b strings.Builder
 	for _, p := range pods {
 		fmt.Fprintf(&b, "\n  %s: %s node=%q", p.Name, p.Status.Phase, p.Spec.NodeName)
+		if p.DeletionTimestamp != nil {
+			fmt.Fprintf(&b, " deleting since %s", p.DeletionTimestamp.Format("15:04:05"))
+		}
 		for _, c := range p.Status.Conditions {
 			if c.Status != corev1.ConditionTrue && c.Message != "" {
 				fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
@@ -125,6 +130,47 @@ func dumpNamespace(t *testing.T, ns string) {
 	if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err == nil {
 		t.Logf("Pods:%s", describePods(pods.Items))
 	}
+	var evs corev1.EventList
+	if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err == nil {
+		var b strings.Builder
+		for _, e := range evs.Items {
+			fmt.Fprintf(&b, "\n  %s %s %s/%s %s: %s (x%d)", e.LastTimestamp.Format("15:04:05"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message, e.Count)
+		}
+		t.Logf("Events:%s", b.String())
+	}
+	t.Logf("the controller's log lines about %s:%s", ns, controllerLogAbout(ns, 80))
+}
+
+// controllerLogAbout returns the last n lines of the controller's container logs (from the
+// kubelet's log directory, restarts included) that name ns, and the controller Pods'
+// restart counts: a failed scenario is otherwise judged without the controller's side.
+func controllerLogAbout(ns string, n int) string {
+	var pods corev1.PodList
+	var b strings.Builder
+	if err := env.Client.List(ctx, &pods, client.InNamespace(controllerNamespace)); err == nil {
+		b.WriteString(describePods(pods.Items))
+	}
+	files, _ := filepath.Glob(filepath.Join(nd.PodLogsDir(), controllerNamespace+"_*", "*", "*.log"))
+	sort.Strings(files)
+	var lines []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, ns) || strings.Contains(l, "panic") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		b.WriteString("\n  " + l)
+	}
+	return b.String()
 }
 
 // getSet reads an ExporterSet.

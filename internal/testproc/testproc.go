@@ -37,10 +37,21 @@ func Build(name string) (binary, dir string, err error) {
 // Proc is a running binary whose combined output is captured.
 type Proc struct {
 	// Cmd is the running command.
-	Cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan error
+	Cmd    *exec.Cmd
+	mu     sync.Mutex
+	out    bytes.Buffer
+	done   chan error
+	exited chan struct{} // closed once the process has exited
+}
+
+// Exited reports whether the process has exited (by itself, or stopped or killed).
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // Write collects the process's stdout and stderr.
@@ -68,12 +79,16 @@ func Start(t *testing.T, binary string, args ...string) *Proc {
 func StartCmd(t *testing.T, cmd *exec.Cmd) *Proc {
 	t.Helper()
 	args := cmd.Args[1:]
-	p := &Proc{Cmd: cmd, done: make(chan error, 1)}
+	p := &Proc{Cmd: cmd, done: make(chan error, 1), exited: make(chan struct{})}
 	p.Cmd.Stdout, p.Cmd.Stderr = p, p
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- p.Cmd.Wait() }()
+	go func() {
+		err := p.Cmd.Wait()
+		close(p.exited)
+		p.done <- err
+	}()
 	t.Cleanup(func() {
 		if p.Cmd.ProcessState == nil {
 			_ = p.Cmd.Process.Kill()

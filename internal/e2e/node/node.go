@@ -188,6 +188,10 @@ func (n *Node) StopDevicePlugin() {
 // LogDir is where the daemons' logs are.
 func (n *Node) LogDir() string { return n.opts.LogDir }
 
+// PodLogsDir is where the kubelet writes the containers' logs (<ns>_<pod>_<uid>/<container>/).
+// It lives in the state directory, so it is gone after Stop.
+func (n *Node) PodLogsDir() string { return filepath.Join(n.state, "pod-logs") }
+
 // Stop stops every daemon (the device plugin and kubelet first, containerd last) and tears
 // the node down. Only the first call does anything.
 func (n *Node) Stop() error {
