@@ -226,3 +226,34 @@ func (ew *enabledWatch) check(t *testing.T) {
 		t.Errorf("no enabled Exporter matched the set's selector after: %s", g)
 	}
 }
+
+// A controller that stops between two leases at maxReplicas 1 (a crash, an upgrade, a lost
+// lock) leaves a released instance whose exporter exits, and a Lease already waiting on it.
+// The next process starts from the cache alone: it renews the instance in place and serves
+// the Lease, promptly, without a second Exporter and without a moment with none enabled.
+func TestRestartBetweenLeasesAtCeilingOne(t *testing.T) {
+	w := newWorld(t)
+	w.class("fake")
+	stop := w.controller(env.Config)
+	w.set("one", 0, 1, 1)
+	w.waitStatus("one", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })
+	enabled := w.watchEnabled("one")
+	cw := w.watchCeiling("one", 1)
+	for i := range 3 {
+		l := w.lease(fmt.Sprintf("before-%d", i), "one")
+		w.waitServed(l)
+		w.release(l)
+		stop() // at once: the exit after the lease and the next Lease happen while none runs
+		next := w.lease(fmt.Sprintf("after-%d", i), "one")
+		time.Sleep(500 * time.Millisecond)
+		stop = w.controller(env.Config)
+		start := time.Now()
+		w.waitServed(next)
+		if took := time.Since(start); took > 15*time.Second {
+			t.Errorf("restart %d: the waiting Lease was served %s after the controller started", i, took)
+		}
+		w.release(next)
+	}
+	enabled.check(t)
+	cw.check(t, 1, 1)
+}
