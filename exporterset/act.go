@@ -272,8 +272,10 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			if got == 0 {
 				break
 			}
-			// Not after half the grace: the reservation may be dropped for its age then.
-			bctx, cancel = context.WithDeadline(ctx, reservedAt.Add(reservationGrace/2))
+			// Not after half the grace: the reservation may be dropped for its age then. The
+			// deadline is the injected clock's; the context gets what is left of it as a timeout
+			// (a context's deadline is read on the wall clock).
+			bctx, cancel = context.WithTimeout(ctx, reservedAt.Add(reservationGrace/2).Sub(r.clock.Now()))
 		}
 		created, err := r.createBatch(bctx, p, names, per)
 		cancel()

@@ -16,7 +16,10 @@
 //
 //   - the set reconciler (reconciler.go), keyed by ExporterSet, decides how many instances
 //     there are, which to retire and what each live instance gets, and writes the set's
-//     status. It creates, disables and deletes Exporters, and nothing else;
+//     status. It creates, renews (renew.go), disables and deletes Exporters, writes their
+//     use-count and idle annotations (usecount.go) and the external-cleanup finalizer, creates
+//     external targets (external.go), and reserves places in CapacityBudgets (the ledger in
+//     their status, budgetledger.go), which the budget reconciler (budgetctl.go) also writes;
 //   - the instance reconciler (instancectl.go), keyed by Exporter, is the only writer of an
 //     instance's config Secret and Pods (and of the label on its credential Secret). It acts
 //     as soon as the Exporter has its credential, with what its set's last pass decided.
@@ -25,8 +28,8 @@
 // (intents.go) that the pass replaces whole and the instance reconciler only reads; the pass
 // pokes the instances whose inputs changed. What building an instance met (a missing
 // credential, an invalid Pod) flows back as a recorded result that the set's next pass turns
-// into conditions. Concurrency comes from the two workqueues, each serialising its keys: no
-// locks between the two. Creates are paced by one pure mechanism, a window on the instances
+// into conditions. Concurrency comes from the two workqueues, each serialising its keys; what
+// the two share is kept in per-set memos (memory.go), each behind its own mutex. Creates are paced by one pure mechanism, a window on the instances
 // begun and not yet finished that grows as they finish (pool.CreateRoom), so the first
 // instances are finished before the bulk is begun.
 //
@@ -50,12 +53,13 @@
 // typed inputs and returns a typed result; none writes into an earlier step's data:
 //
 //	inputs    reconciler.go   the class, the provisioner, the selector      -> blocker
-//	request   request.go      merged parameters, images, Validate (memoized) -> blocker
 //	observe   observe.go      the set's Exporters, Pods, Secrets and Leases  -> observation
 //	                          (waiting leases; bookings, pool/bookings.go)
 //	reuse     quarantine.go   instances that failed their check between two -> reuseBreaker
 //	                          leases quarantined (one patch each; the watch
 //	                          notes transient hook failures, quarantine_watch.go)
+//	request   request.go      merged parameters, images, Validate (memoized) -> blocker
+//	                          external.go: the remote targets' states
 //	diagnose  diagnose.go     each instance's Problem; failures and backoff -> health
 //	                          (failurememory.go, pool/backoff.go)
 //	status    pool/status.go  ComputeStatus (pure)                          -> Counts
@@ -68,7 +72,8 @@
 //	act       act.go          remove and retire (retire.go), publish the    -> actResult
 //	                          intents (intents.go), create, poke; record
 //	                          lease uses on the Exporters (usecount.go)
-//	status    conditions.go   four conditions, each a pure function of the results
+//	status    conditions.go   the conditions, each a pure function of the results
+//	                          (leasewait_condition.go, quarantine_status.go)
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
 // The instance reconciler's steps (instancectl.go): the Exporter, its set and the set's

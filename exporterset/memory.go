@@ -13,7 +13,7 @@ import (
 // keep what the cache and the API server cannot tell it: a provisioner's description, a
 // Validate verdict, the CA bundle, the status it last wrote, its last pass's decisions, the
 // creates and retirements the cache may not show yet (expectations.go), the failure count
-// and backoff (backoff.go), the status fields upstream's CRD prunes (pruned.go), the
+// and backoff (failurememory.go, pool/backoff.go), the status fields upstream's CRD prunes (pruned.go), the
 // start-up samples (startup.go), the metrics' bookkeeping (metrics.go), and per instance its
 // enriched drivers, its rendered config (which holds the exporter's token), the Pod it
 // started and its failure record. All of it is kept in memos of one memory, one record per
@@ -229,8 +229,8 @@ type memory struct {
 	startup     *memo[startupMemory]    // per set: its measured start-up times (startup.go)
 
 	expectations *memo[*setExpectations]  // per set: creates and retirements not yet seen (expectations.go)
-	failures     *memo[*setFailures]      // per set: consecutive failures, the backoff (backoff.go)
-	instFailures *memo[*instanceFailures] // per instance: ever ready, failure counted (backoff.go)
+	failures     *memo[*setFailures]      // per set: consecutive failures, the backoff (failurememory.go, pool/backoff.go)
+	instFailures *memo[*instanceFailures] // per instance: ever ready, failure counted (failurememory.go, pool/backoff.go)
 	pruned       *memo[prunedFields]      // per set: status fields upstream's CRD drops (pruned.go)
 	metrics      *memo[*metrics.Set]      // per set: the metrics' bookkeeping (metrics.go, slo.go)
 	sightings    *memo[hookSighting]      // per instance: a failed lease hook seen on the watch (quarantine_watch.go)

@@ -34,16 +34,6 @@ func WithMaxConcurrentReconciles(n int) Option {
 	}
 }
 
-// WithCreateParallelism bounds how many creates of one reconcile are in flight at once
-// (default 64).
-func WithCreateParallelism(n int) Option {
-	return func(r *Reconciler) {
-		if n > 0 {
-			r.createParallelism = n
-		}
-	}
-}
-
 // WithRetryInterval sets how soon a set waiting on something that is not watched (a CA
 // ConfigMap, a credential) is looked at again (default 10s).
 func WithRetryInterval(d time.Duration) Option {
@@ -70,9 +60,6 @@ func WithInventoryInterval(d time.Duration) Option {
 // is installed and the controller may read it and write its status: its informer cannot
 // start otherwise.
 func WithCapacityBudgets() Option { return func(r *Reconciler) { r.budgets = true } }
-
-// WithControllerName names the controller (default "exporterset"), for several in one manager.
-func WithControllerName(name string) Option { return func(r *Reconciler) { r.name = name } }
 
 // WithFailureBackoff sets the failure backoff: after n consecutive instance failures, new
 // instances and Pods wait base * 2^(n-1), at most limit (defaults 2s and 5m).

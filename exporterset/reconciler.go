@@ -37,7 +37,7 @@ type Reconciler struct {
 	metrics           *metrics.Metrics
 	metricsReg        prometheus.Registerer // WithMetrics; nil: no metrics
 	expectations      expectations          // expectations.go, a view of memory
-	failureMemory     failureMemory         // backoff.go, a view of memory
+	failureMemory     failureMemory         // failurememory.go, a view of memory
 	backoffBase       time.Duration
 	backoffCap        time.Duration
 	registrationGrace time.Duration

@@ -76,6 +76,16 @@ func TestBudgetSeries(t *testing.T) {
 		t.Error("a count of 0 made a series")
 	}
 
+	// A deleted set's reclaims go with it; another set's stay.
+	m.CountReclaims("ns", "lab", "c", 1)
+	m.Forget("ns", "c")
+	if _, seen := gaugeValue(t, reg, "exporterset_budget_reclaims_total", map[string]string{"set": "c"}); seen {
+		t.Error("the reclaims of a forgotten set remain")
+	}
+	if _, seen := gaugeValue(t, reg, "exporterset_budget_reclaims_total", map[string]string{"set": "a"}); !seen {
+		t.Error("forgetting set c dropped set a's reclaims")
+	}
+
 	// A deleted budget's series go; another budget's stay.
 	m.ForgetBudget("ns", "lab")
 	for _, name := range []string{"exporterset_budget_used", "exporterset_budget_limit", "exporterset_budget_reclaims_total", "exporterset_budget_waiting_leases"} {

@@ -164,4 +164,5 @@ func (m *Metrics) Forget(ns, name string) {
 	m.retirements.DeletePartialMatch(prometheus.Labels{"namespace": ns, "exporterset": name})
 	m.forgetSLO(ns, name)
 	m.forgetQuarantine(ns, name)
+	m.budget.reclaims.DeletePartialMatch(prometheus.Labels{"namespace": ns, "set": name}) // in every budget
 }
