@@ -42,7 +42,7 @@ envtest-bins: ## Build (once, cached) the control-plane binaries the tests use: 
 lint: ## gofmt and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out" >&2; exit 1; }
 	go vet ./...
-	go vet -tags e2e ./internal/e2e/...
+	go vet -tags e2e ./internal/testing/e2e/...
 
 .PHONY: test
 test: ## Build the control-plane binaries when missing, then run unit and integration tests.
@@ -134,8 +134,8 @@ PROTOC_GEN_GO_VERSION ?= v1.36.11
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
 PROTOC_GEN_GO ?= $(LOCALBIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
 PROTOC_GEN_GO_GRPC ?= $(LOCALBIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)
-PROTO_FILES := provisioner/plugin/internal/pluginpb/provisioner.proto internal/e2e/standin/jumpstarterpb/jumpstarter.proto
-PROTO_DIRS := provisioner/plugin/internal/pluginpb internal/e2e/standin/jumpstarterpb
+PROTO_FILES := provisioner/plugin/internal/pluginpb/provisioner.proto internal/testing/e2e/standin/jumpstarterpb/jumpstarter.proto
+PROTO_DIRS := provisioner/plugin/internal/pluginpb internal/testing/e2e/standin/jumpstarterpb
 
 .PHONY: proto
 proto: $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC) ## Regenerate the plugin protocol's Go code from its .proto.
@@ -161,7 +161,7 @@ $(PROTOC_GEN_GO_GRPC):
 	GOBIN=$(LOCALBIN) go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	@mv $(LOCALBIN)/protoc-gen-go-grpc $(PROTOC_GEN_GO_GRPC)
 
-# Chaos soak (internal/soak): a seeded random walk over a real API server with the simulated
+# Chaos soak (internal/testing/soak): a seeded random walk over a real API server with the simulated
 # Jumpstarter, checking the pool's invariants throughout. DURATION is the whole walk, split
 # between seed 1 and a random seed; SOAK_SEED=n gives it all to seed n (a replay).
 DURATION ?= 2m
@@ -171,7 +171,7 @@ SOAK_TIMEOUT ?= 24h
 .PHONY: soak
 soak: ## Chaos soak for DURATION (default 2m; e.g. DURATION=30m), SOAK_SEED=n to replay a seed.
 	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" SOAK_DURATION=$(DURATION) SOAK_SEED=$(SOAK_SEED) \
-		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
+		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/testing/soak/
 
 # The convergence sweep (issue 28): the fixed seeds plus SWEEP_SEEDS random ones (printed),
 # each walked SWEEP_WALKS times for WALK_DURATION, one walk after another; a table of every
@@ -183,8 +183,8 @@ WALK_DURATION ?= 20s
 .PHONY: soak-sweep
 soak-sweep: ## Convergence sweep: fixed seeds + SWEEP_SEEDS=20 random, SWEEP_WALKS=3 walks of WALK_DURATION=20s each (about 35 min).
 	$(call assets,$(TEST_BINS)); KUBEBUILDER_ASSETS="$$assets" SOAK_RANDOM_SEEDS=$(SWEEP_SEEDS) SOAK_WALKS=$(SWEEP_WALKS) SOAK_DURATION=$(WALK_DURATION) SOAK_SEED=$(SOAK_SEED) \
-		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/soak/
+		go test -count=1 -v -timeout=$(SOAK_TIMEOUT) -run='^TestSoak$$' ./internal/testing/soak/
 
 .PHONY: bench-scale
 bench-scale: ## Scale benchmark: ours vs the ReplicaSet controller on one envtest API server (minutes; not in `make test`).
-	$(call assets,$(BENCH_BINS)); KUBEBUILDER_ASSETS="$$assets" go run ./internal/scalebench/cmd/bench-scale $(BENCH_SCALE_ARGS)
+	$(call assets,$(BENCH_BINS)); KUBEBUILDER_ASSETS="$$assets" go run ./internal/testing/scalebench/cmd/bench-scale $(BENCH_SCALE_ARGS)

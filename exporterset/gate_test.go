@@ -7,7 +7,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
-	"github.com/exporterset/exporterset/internal/fakeprov"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
 )
 
 // While the gate is shut for a set's provisioner the reconciler writes nothing at all, not

@@ -23,9 +23,9 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
-	"github.com/exporterset/exporterset/internal/fakeprov"
-	"github.com/exporterset/exporterset/internal/jumpsim"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 	"github.com/exporterset/exporterset/provisioner"
 )
 

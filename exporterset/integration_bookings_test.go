@@ -16,7 +16,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
-	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 )
 
 // book creates a Lease for board booked to begin at begin, for an hour.

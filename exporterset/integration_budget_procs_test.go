@@ -14,7 +14,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
-	"github.com/exporterset/exporterset/internal/fakeprov"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
 	"github.com/exporterset/exporterset/provisioner"
 )
 

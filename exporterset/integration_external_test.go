@@ -11,7 +11,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
-	"github.com/exporterset/exporterset/internal/fakeprov"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
 )
 
 // After an outage of the external pool's remote end, the set is looked at again within its

@@ -18,7 +18,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
-	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 )
 
 // Failure tests: each kubelet or scheduler failure the simulator can produce, against a real

@@ -10,7 +10,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
-	"github.com/exporterset/exporterset/internal/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 )
 
 // jumpsim500msStart gives new Pods half a second before they run: a roll then has a window

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 )
 
 // The reconciler runs as a user bound to nothing but the generated least-privilege role,

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails when the production binary links test machinery: envtest (and controller-runtime's
 # process and certificate helpers behind it), fake clients, test frameworks, or the project's
-# own test packages (testenv, testproc, jumpsim, fakeprov, soak, scalebench). The local mode
-# that needs them is the separate command cmd/exporterset-dev.
+# own test machinery: everything under internal/testing/ (the simulator, the soak, the scale
+# bench, the e2e tier and their stand-ins), one prefix that a new package cannot slip past.
+# The local mode that needs some of it is the separate command cmd/exporterset-dev.
 #
 # Not forbidden, because libraries the controller needs import them in their non-test code:
 # the standard library's `testing` (hashicorp/go-plugin's test helpers live in its main
@@ -22,7 +23,7 @@ forbidden=(
 	'^k8s\.io/client-go/kubernetes/fake(/|$)'
 	'^github\.com/onsi/(ginkgo|gomega)(/|$)'
 	'^github\.com/stretchr/testify(/|$)'
-	"^${module//./\\.}/internal/(testenv|testproc|jumpsim|fakeprov|soak|scalebench)(/|\$)"
+	"^${module//./\\.}/internal/testing/"
 )
 pattern=$(IFS='|'; echo "${forbidden[*]}")
 

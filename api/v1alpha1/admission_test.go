@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 )
 
 var env *testenv.Env

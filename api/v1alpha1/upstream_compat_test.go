@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 )
 
 // upstreamGroup is where upstream's ExporterSet and VirtualTargetClass CRDs are installed

@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/internal/e2e/core"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/e2e/core"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // One lease cycle of upstream's sample pool through jumpsim's core, with its writes to the

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/exporterset/exporterset/internal/testenv"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // config/namespaced: Role-only RBAC for one namespace, applied server-side (the CRDs as a

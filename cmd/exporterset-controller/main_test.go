@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/exporterset/exporterset/internal/testenv"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 var (

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/internal/jumpsim"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // promSample is one line of the text exposition format.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/exporterset/exporterset/internal/controllerapp"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // A namespace that is deleted takes its provisioner's lock (the Lease ours holds there) with

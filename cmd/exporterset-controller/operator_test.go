@@ -19,15 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testproc"
-	"github.com/exporterset/exporterset/internal/upstreamop"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
+	"github.com/exporterset/exporterset/internal/testing/upstreamop"
 )
 
 // upstreamOperator is how upstream Jumpstarter's operator deploys an exporter-set controller
 // for one provisioner: jumpstarter-dev/jumpstarter at commit b1f2bb41,
 // controller/deploy/operator/internal/controller/jumpstarter/exporterset.go
 // (createExporterSetDeployment and exporterSetPolicyRules; recorded in
-// ../shared/reference/jumpstarter-contract.md §2b), the facts kept in internal/upstreamop (the
+// ../shared/reference/jumpstarter-contract.md §2b), the facts kept in internal/testing/upstreamop (the
 // real-node tier uses them too). The tests below run our binary exactly so.
 var upstreamOperator = struct {
 	command   string                     // the container's command

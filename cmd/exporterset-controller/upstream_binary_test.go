@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testenv"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // upstreamBinary is upstream's exporter-set controller built at b1f2bb41, kept beside the

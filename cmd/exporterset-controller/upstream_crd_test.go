@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/jumpsim"
-	"github.com/exporterset/exporterset/internal/testenv"
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // Where upstream's operator installed Jumpstarter, the ExporterSet CRD is upstream's: its

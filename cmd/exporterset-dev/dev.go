@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/exporterset/exporterset/internal/controllerapp"
-	"github.com/exporterset/exporterset/internal/jumpsim"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/jumpsim"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 )
 
 // devNamespace is where the samples are applied and leases taken.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // The local environment end to end, as the README runs it: it starts its own control plane,

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/exporterset/exporterset/internal/controllerapp"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 )
 
 // version is what the controller logs and gives its provisioners here.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/exporterset/exporterset/internal/testproc"
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 var binary string // the built exporterset-dev

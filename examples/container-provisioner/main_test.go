@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 	"github.com/exporterset/exporterset/provisioner"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
@@ -20,7 +20,7 @@ var env *testenv.Env
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 // conformance is the suite's configuration for this provisioner. A third party without this
-// module's internal/testenv passes an envtest client's dry-run create as DryRun, or nil.
+// module's internal/testing/testenv passes an envtest client's dry-run create as DryRun, or nil.
 func conformance() provisionertest.Config {
 	return provisionertest.Config{
 		Parameters: `{"image": "busybox:1.36", "command": ["sleep", "infinity"], "env": {"B": "2", "A": "1"},

@@ -2,7 +2,7 @@
 # `make e2e`: the real-node tier. Installs what it needs (containerd, runc and the CNI plugins
 # from Debian, when missing), builds the control-plane and node binaries (cached), the
 # stand-in images, the KVM device plugin and the controller image, then runs the tests in
-# internal/e2e, which start the node under /tmp/exporterset-e2e and stop it at the end. A
+# internal/testing/e2e, which start the node under /tmp/exporterset-e2e and stop it at the end. A
 # teardown runs afterwards whatever happened to the tests. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +38,6 @@ go -C hack/e2e build -o "$work/kvm-device-plugin" ./kvmplugin
 log "the controller image (this machine's platform)"
 make --no-print-directory image IMAGE_PLATFORMS="linux/$(go env GOARCH)" >/dev/null
 
-trap 'go run ./internal/e2e/teardown' EXIT
+trap 'go run ./internal/testing/e2e/teardown' EXIT
 log "tests (logs of the node's daemons in $work/logs)"
-KUBEBUILDER_ASSETS="$assets" E2E_WORK="$work" go test -tags e2e -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./internal/e2e/
+KUBEBUILDER_ASSETS="$assets" E2E_WORK="$work" go test -tags e2e -count=1 -timeout "${E2E_TIMEOUT:-30m}" -v ${E2E_RUN:+-run "$E2E_RUN"} ./internal/testing/e2e/

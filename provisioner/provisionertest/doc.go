@@ -30,6 +30,6 @@
 // idempotently.
 //
 // Config.DryRun is a function so that the suite needs no API server of its own: tests of this
-// module pass internal/testenv's Env.DryRunCreate, third parties an envtest client's dry-run
+// module pass internal/testing/testenv's Env.DryRunCreate, third parties an envtest client's dry-run
 // create (client.Create(ctx, pod, client.DryRunAll)).
 package provisionertest

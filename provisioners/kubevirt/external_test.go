@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/internal/virtsim"
+	"github.com/exporterset/exporterset/internal/testing/virtsim"
 	"github.com/exporterset/exporterset/provisioner"
 )
 

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/exporterset/exporterset/internal/testenv"
-	"github.com/exporterset/exporterset/internal/virtsim"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/testing/virtsim"
 )
 
 // The package's two API servers: env is the management cluster, whose Pod validation judges

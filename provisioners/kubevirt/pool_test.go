@@ -15,7 +15,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
-	"github.com/exporterset/exporterset/internal/virtsim"
+	"github.com/exporterset/exporterset/internal/testing/virtsim"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
 

@@ -9,11 +9,11 @@ import (
 
 // standins maps each stand-in program to its package in the main module.
 var standins = map[string]string{
-	"jmp":              "./internal/e2e/standin/jmp",
-	"cp":               "./internal/e2e/standin/cp",
-	"jumpstarter-exec": "./internal/e2e/standin/jumpstarterexec",
-	"qemu-runtime":     "./internal/e2e/standin/runtime",
-	"pause":            "./internal/e2e/standin/pause",
+	"jmp":              "./internal/testing/e2e/standin/jmp",
+	"cp":               "./internal/testing/e2e/standin/cp",
+	"jumpstarter-exec": "./internal/testing/e2e/standin/jumpstarterexec",
+	"qemu-runtime":     "./internal/testing/e2e/standin/runtime",
+	"pause":            "./internal/testing/e2e/standin/pause",
 }
 
 // compileStandins builds every stand-in static (no cgo: the images hold no libc), stripped

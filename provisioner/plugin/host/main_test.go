@@ -16,7 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/exporterset/exporterset/internal/testenv"
+	"github.com/exporterset/exporterset/internal/testing/testenv"
 	"github.com/exporterset/exporterset/provisioner/plugin"
 	"github.com/exporterset/exporterset/provisioner/plugin/host"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"

@@ -1,0 +1,70 @@
+package exporterset_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// docs/layout.md is the map a maintainer reads first: it must name every non-test Go file of
+// the library, each under its package's paragraph, and nothing that does not exist; every
+// path of its tables must exist too.
+func TestLayoutDocIsTrue(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "layout.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := regexp.MustCompile("`([^`]+)`")
+	// The package paragraphs: a line (or the table after it) that starts with a package's
+	// directory names that package's files.
+	named := map[string][]string{} // package dir -> Go files named under it
+	dir := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			dir = ""
+		}
+		if m := regexp.MustCompile("^`(exporterset(/[a-z/]+)?)/`").FindStringSubmatch(line); m != nil {
+			dir = m[1]
+		}
+		if f, ok := strings.CutPrefix(line, "| `"); ok && strings.HasPrefix(strings.Split(line, "|")[1], " `") {
+			// A path in the first column of a table must exist.
+			if p, _, ok := strings.Cut(f, "`"); ok && !strings.HasSuffix(p, ".go") {
+				for _, one := range strings.Split(p, "`, `") {
+					if _, err := os.Stat(filepath.Join("..", one)); err != nil {
+						t.Errorf("docs/layout.md lists %s, which does not exist", one)
+					}
+				}
+			}
+		}
+		if dir == "" {
+			continue
+		}
+		for _, m := range tick.FindAllStringSubmatch(line, -1) {
+			if name := m[1]; strings.HasSuffix(name, ".go") {
+				named[dir] = append(named[dir], name)
+			}
+		}
+	}
+	for _, d := range []string{"exporterset", "exporterset/pool", "exporterset/budget", "exporterset/internal/metrics", "exporterset/internal/fixture"} {
+		for _, name := range named[d] {
+			if _, err := os.Stat(filepath.Join("..", d, name)); err != nil {
+				t.Errorf("docs/layout.md names %s/%s, which does not exist", d, name)
+			}
+		}
+		files, err := filepath.Glob(filepath.Join("..", d, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Errorf("no Go files in %s: the check would prove nothing", d)
+		}
+		for _, f := range files {
+			if base := filepath.Base(f); !strings.HasSuffix(base, "_test.go") && !slices.Contains(named[d], base) {
+				t.Errorf("docs/layout.md does not name %s/%s", d, base)
+			}
+		}
+	}
+}
