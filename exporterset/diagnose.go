@@ -276,12 +276,18 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 	problems := pool.Problems{}
 	renew := r.renewals(p, obs) // the last enabled Exporter's failed check (quarantine_lastplace.go)
 	for _, in := range obs.Instances {
-		pr := renew.Of(in)
-		if pr == nil {
-			pr = d.diagnose(in)
-		}
-		if pr == nil {
-			pr = externalProblem(in, ext.of(in))
+		var pr *pool.Problem
+		if !outOfPool(in) {
+			// An instance on its way out or quarantined has no problem, whatever its source:
+			// the status's failingReplicas and the conditions' failures count the same ones
+			// (a renewal noted before a later quarantine once made them differ).
+			pr = renew.Of(in)
+			if pr == nil {
+				pr = d.diagnose(in)
+			}
+			if pr == nil {
+				pr = externalProblem(in, ext.of(in))
+			}
 		}
 		if pr != nil {
 			problems[in.Exporter.UID] = pr

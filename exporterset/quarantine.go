@@ -200,15 +200,21 @@ func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCas
 	return patched, nil
 }
 
-// planQuarantine decides which quarantined instances go now (pool.PlanQuarantine), puts
-// them into in, and holds the creates back while the breaker is open.
-func (r *Reconciler) planQuarantine(p *pass, in *pool.PlanInput, breaker reuseBreaker) pool.QuarantinePlan {
-	qp := pool.PlanQuarantine(pool.QuarantineInput{Scale: *in, TTL: p.policy.quarantineTTL, MaxKept: p.policy.maxQuarantined, Grace: quarantineGrace})
+// planQuarantine decides which quarantined instances go now (pool.PlanQuarantine) and
+// records how many are kept; withQuarantine hands its decision to the plan.
+func (r *Reconciler) planQuarantine(p *pass, in pool.PlanInput) pool.QuarantinePlan {
+	qp := pool.PlanQuarantine(pool.QuarantineInput{Scale: in, TTL: p.policy.quarantineTTL, MaxKept: p.policy.maxQuarantined, Grace: quarantineGrace})
+	p.requeueIn(qp.RequeueAfter)
+	r.metrics.ObserveQuarantined(p.set.Namespace, p.set.Name, int(qp.Kept))
+	return qp
+}
+
+// withQuarantine is in with the quarantine's decisions: the quarantined instances removed
+// now, and the circuit breaker's pause (reuseBreaker) as a backoff. in is a copy.
+func withQuarantine(in pool.PlanInput, qp pool.QuarantinePlan, breaker reuseBreaker) pool.PlanInput {
 	in.RemoveQuarantined = qp.Remove
 	if breaker.until.After(in.BackoffUntil) {
 		in.BackoffUntil = breaker.until
 	}
-	p.requeueIn(qp.RequeueAfter)
-	r.metrics.ObserveQuarantined(p.set.Namespace, p.set.Name, int(qp.Kept))
-	return qp
+	return in
 }

@@ -243,21 +243,15 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		return res, false, err
 	}
 	res.gov = p.gov
-	in := planInput(p, obs, res.health, expected)
-	in.LeadTime = r.bookingLead(p, obs)
+	var hold time.Time
 	if res.external.holds() {
-		// The remote end's state is unknown: create and start nothing until it answers.
-		in.BackoffUntil = p.now.Add(externalRetry)
+		hold = p.now.Add(externalRetry) // the remote end's state is unknown: create and start nothing until it answers
 	}
-	qp := r.planQuarantine(p, &in, breaker)
+	in := planInput(p, obs, res.health, expected, r.bookingLead(p, obs), hold, int32(r.createParallelism))
+	qp := r.planQuarantine(p, in)
 	res.reuse = reuseResultOf(breaker, policyProblems, obs, qp)
+	in = withQuarantine(in, qp, breaker)
 	plan := pool.PlanScale(in)
-	if room, wake := pool.CreateRoom(obs.Instances, expected, p.now, int32(r.createParallelism)); plan.Create+plan.CreateAfterRemove > room {
-		// pacing.go: the instances begun are finished first
-		plan.Create = min(plan.Create, room)
-		plan.CreateAfterRemove = min(plan.CreateAfterRemove, room-plan.Create)
-		p.requeueIn(wake)
-	}
 	res.plan = &plan
 	p.requeueIn(plan.RequeueAfter)
 	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil, res.health.problems, res.external.states)
@@ -311,8 +305,10 @@ func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool
 	return b, false, nil
 }
 
-// planInput is PlanScale's input for a pass.
-func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInput {
+// planInput is PlanScale's input for a pass: the spec, the observation and its diagnosis,
+// the lead time for bookings, hold (until when the remote end's silence holds creates, zero
+// for none) and the create window's limit (pool/pacing.go).
+func planInput(p *pass, obs *observation, h health, expected int32, lead time.Duration, hold time.Time, limit int32) pool.PlanInput {
 	s := p.set.Spec
 	in := pool.PlanInput{
 		MinReplicas:          s.MinReplicas,
@@ -330,6 +326,8 @@ func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInp
 		MaxUseCount:          p.policy.maxUseCount,
 		MaxIdleAge:           p.policy.maxIdleAge,
 		BudgetCeiling:        p.gov.ceiling,
+		LeadTime:             lead,
+		CreateLimit:          limit,
 	}
 	if s.MaxReplicas != nil {
 		in.MaxReplicas = *s.MaxReplicas
@@ -343,6 +341,9 @@ func planInput(p *pass, obs *observation, h health, expected int32) pool.PlanInp
 	}
 	if h.backoff.Failures > 0 {
 		in.BackoffUntil = h.backoff.Until
+	}
+	if hold.After(in.BackoffUntil) {
+		in.BackoffUntil = hold
 	}
 	return in
 }

@@ -54,6 +54,9 @@ type PlanInput struct {
 	// Allowed), nil when no budget governs it. It caps the set as MaxReplicas does, 0
 	// included: the lower of the two is the ceiling.
 	BudgetCeiling *int32
+	// CreateLimit paces creates: at most this many instances begun and not yet finished
+	// (CreateRoom, pacing.go); 0 leaves creates unpaced.
+	CreateLimit int32
 }
 
 // ceiling is the set's ceiling now, the lower of maxReplicas and the budget's; bounded is
@@ -174,200 +177,16 @@ type Plan struct {
 // An unleased instance whose Problem asks for replacement is retired and replaced. While
 // BackoffUntil is ahead, nothing new is created or started.
 func PlanScale(in PlanInput) Plan {
-	var p Plan
-	var busy, occupied, retiring int32
-	var warm, leasedLive, old []*Instance
-	for _, i := range in.Instances {
-		if i.Deleting() {
-			continue
-		}
-		leased := i.Leased()
-		switch {
-		case i.Quarantined(): // kept for inspection (quarantine.go), never retired or restarted
-			if !leased && removeQuarantined(in, i) {
-				p.Remove = append(p.Remove, i)
-				continue
-			}
-			occupied++
-			if leased {
-				busy++
-			}
-			continue
-		case i.Retiring():
-			if !leased {
-				p.Remove = append(p.Remove, i)
-				retiring++
-			} else {
-				occupied++ // a lease raced the retirement: it stays until the lease ends
-			}
-			continue
-		case in.Recycle != vtv1alpha1.RecycleInPlaceReuse && i.Terminal():
-			if !leased {
-				p.Remove = append(p.Remove, i) // the exporter exited after its lease
-				continue
-			}
-		case i.DisabledByPerson():
-			occupied++
-			if leased {
-				busy++
-			}
-			continue
-		case i.SpecHash() != in.SpecHash && !leased:
-			old = append(old, i) // rolled to the new spec once idle, by surge (roll.go)
-			occupied++
-			continue
-		case !leased && in.Problems.Replaces(i) && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
-			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
-			// Pod is recycled below, as after a lease; InPlaceReuse restarts the Pod.)
-			p.Retire = append(p.Retire, i)
-			p.Replace = append(p.Replace, i)
-			continue
-		case !leased && in.Recycle == vtv1alpha1.RecycleInPlaceReuse && usedUp(i, in.MaxUseCount):
-			p.Retire = append(p.Retire, i) // served its last lease: retired as ExitAndReplace would
-			p.UsedUp = append(p.UsedUp, i)
-			continue
-		}
-		occupied++
-		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.Replaces(i)) {
-			p.RestartPods = append(p.RestartPods, i)
-		}
-		if leased {
-			busy++
-			leasedLive = append(leasedLive, i)
-		} else {
-			warm = append(warm, i)
-		}
-	}
-
-	if renewed := keepLastLeaving(in, &p); renewed != nil {
-		occupied++
-		warm = append(warm, renewed) // its Pod is replaced: it serves again
-	} else if p.Bridge != nil {
-		occupied++
-	}
-
-	due, wake := bookedDemand(in.Bookings, in.LeadTime, in.Now)
-	p.Booked = due
-	p.Wanted = max(in.MinReplicas, busy+in.MinAvailableReplicas+in.Demand+int32(len(due)))
-	capped := p.Wanted
-	ceiling, bounded := in.ceiling()
-	budgetBinds := bounded && in.BudgetCeiling != nil && (in.MaxReplicas == 0 || ceiling < in.MaxReplicas)
-	if bounded && capped > ceiling {
-		capped = ceiling
-		p.Limited = true
-		p.BudgetLimited = budgetBinds
-	}
-	if capped == 0 && in.KeepsLeasesWaiting() {
-		p.Standby = 1 // one Exporter rests, without a Pod, for Leases to wait on
-	}
-	target := max(capped, p.Standby)
-	room := int32(1 << 30)
-	if bounded {
-		room = ceiling - occupied - in.Expected
-	}
-	idle, idleWake := idleRoll(in, warm, busy, room, len(old) > 0 || retiring > 0 || len(due) > 0 || in.Now.Before(in.BackoffUntil))
-	if idle != nil {
-		warm = without(warm, []*Instance{idle}) // no longer counted warm: its replacement is made first
-		p.IdleAged = idle
-	}
-	live := busy + int32(len(warm)) + in.Expected
-	holding := retiring > 0 || in.Now.Before(in.BackoffUntil)
-	rolled := rollOutdated(in, old, warm, max(0, capped-live), room, busy, holding)
-	p.Rolled = rolled
-	if idle != nil {
-		// Without the at-ceiling step (need 0): an idle instance never leaves before its
-		// replacement is available, unless the pool can spare it.
-		rolled = append(rolled, rollOutdated(in, []*Instance{idle}, warm, 0, room, busy, true)...)
-	}
-	p.Retire = append(p.Retire, rolled...)
-	p.Outdated = int32(len(old))
-	occupied -= int32(len(rolled)) // on their way out: not an excess to retire below
-	old = without(old, rolled)
-	if live < target {
-		want := target - live
-		p.Create = want
-		if bounded {
-			// Everything that exists counts, on its way out or not; what is removed this
-			// pass makes room only once it is gone. A rolled instance is removed after its
-			// retireGrace, by a later pass, which then creates its replacement.
-			present := int32(len(in.Instances)) + in.Others + in.Expected
-			p.Create = min(want, max(0, ceiling-present))
-			p.RemoveBeforeCreate = max(0, present-ceiling)
-			after := min(want-p.Create, int32(len(p.Remove))-p.RemoveBeforeCreate, ceiling-occupied-in.Expected-p.Create)
-			p.CreateAfterRemove = max(0, after)
-			p.CeilingBlocked = want - p.Create - p.CreateAfterRemove
-		}
-	}
-
-	// Scale down: an excess over the ceiling goes at once, a surplus below it after the
-	// cooldown. Candidates are warm (unleased) instances only.
-	retireOrder(warm, in.Problems)
-	excess := int32(0)
-	if bounded {
-		excess = max(0, occupied+in.Expected-ceiling)
-	}
-	surplus := max(0, int32(len(warm))+in.Expected-max(0, target-busy))
-	var restPods []*Instance // the standby keeps no running Pod
-	if p.Standby > 0 {
-		restPods = runningPods(warm[min(int(surplus), len(warm)):])
-	}
-	if n := min(excess, int32(len(old))); n > 0 {
-		p.Retire = append(p.Retire, old[:n]...) // over the ceiling: the outdated go first
-		if budgetBinds {
-			p.Reclaimed = append(p.Reclaimed, old[:n]...)
-		}
-		excess -= n
-	}
-	if excess > 0 {
-		n := min(excess, int32(len(warm)))
-		p.Retire = append(p.Retire, warm[:n]...)
-		if budgetBinds {
-			p.Reclaimed = append(p.Reclaimed, warm[:n]...)
-		}
-		warm = warm[n:]
-		surplus = max(0, surplus-n)
-	}
-	if surplus > 0 || len(restPods) > 0 {
-		since := in.Now
-		if in.SurplusSince != nil {
-			since = *in.SurplusSince
-		} else {
-			since = ceilSecond(since)
-		}
-		p.SurplusSince = &since
-		if deadline := since.Add(in.Cooldown); !in.Now.Before(deadline) {
-			n := min(surplus, int32(len(warm)))
-			p.Retire = append(p.Retire, warm[:n]...)
-			warm = warm[n:]
-			p.RestPods = append(p.RestPods, restPods...)
-			p.SurplusSince = nil
-		} else {
-			p.RequeueAfter = deadline.Sub(in.Now)
-		}
-	}
-
-	if bounded {
-		p.BookedWaiting = bookingsOverCeiling(due, ceiling-busy-in.Demand)
-	}
-	p.BookingNote = bookingNote(due, min(p.Create+p.CreateAfterRemove, int32(len(due))), in.LeadTime, p.BookedWaiting)
-	keepLastRetired(in, &p)
-	p.StartPods = podsToStart(in, without(warm, p.RestPods), leasedLive, max(0, capped-busy-in.Expected), int32(len(due)))
-	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
-	if in.Now.Before(in.BackoffUntil) {
-		p.BackingOff, p.Held = true, p.Create+p.CreateAfterRemove
-		p.Create, p.CreateAfterRemove, p.RemoveBeforeCreate, p.StartPods, p.RestartPods, p.RestPods = 0, 0, 0, nil, nil, nil
-		if wait := in.BackoffUntil.Sub(in.Now); p.RequeueAfter == 0 || wait < p.RequeueAfter {
-			p.RequeueAfter = wait
-		}
-	}
-	p.LeasesRefused = in.KeepsLeasesWaiting() && p.Create == 0 && !enabledStays(in, &p)
-	if wake > 0 && (p.RequeueAfter == 0 || wake < p.RequeueAfter) {
-		p.RequeueAfter = wake // the next booking falls due
-	}
-	if idleWake > 0 && (p.RequeueAfter == 0 || idleWake < p.RequeueAfter) {
-		p.RequeueAfter = idleWake // the next instance's idle age falls due
-	}
-	return p
+	s := &planState{in: in}
+	s.classify()
+	s.keepLastLeaving()
+	s.want()
+	s.roll()
+	s.create()
+	s.scaleDown()
+	s.finish()
+	s.pace()
+	return s.p
 }
 
 // CreatesAfterRemoval is how many instances may be created once gone of the plan's removals

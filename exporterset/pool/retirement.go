@@ -26,8 +26,11 @@ const (
 	RetiredFailed RetirementReason = "failed"
 )
 
-// RetirementReasons are every reason, in the order the docs list them.
-var RetirementReasons = []RetirementReason{RetiredReleased, RetiredRolled, RetiredScaledDown, RetiredQuarantined, RetiredMaxUse, RetiredIdleAge, RetiredReclaimed, RetiredFailed}
+// RetirementReasons returns every reason, in the order the docs list them (a new slice: the
+// list is not a variable anyone can change).
+func RetirementReasons() []RetirementReason {
+	return []RetirementReason{RetiredReleased, RetiredRolled, RetiredScaledDown, RetiredQuarantined, RetiredMaxUse, RetiredIdleAge, RetiredReclaimed, RetiredFailed}
+}
 
 // RetirementReason is why the plan retires in (one of Retire).
 func (p *Plan) RetirementReason(in *Instance) RetirementReason {

@@ -41,7 +41,7 @@ func TestRetirementReasons(t *testing.T) {
 	if r := reasonOf(budget, "b"); r != pool.RetiredReclaimed {
 		t.Errorf("over a budget's lower ceiling: %q, want reclaimed", r)
 	}
-	if len(pool.RetirementReasons) != 8 {
-		t.Errorf("%d reasons, the metric documents 8", len(pool.RetirementReasons))
+	if len(pool.RetirementReasons()) != 8 {
+		t.Errorf("%d reasons, the metric documents 8", len(pool.RetirementReasons()))
 	}
 }

@@ -133,7 +133,7 @@ func (m *Metrics) initSeries(ns, name string) {
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
 		c.WithLabelValues(ns, name)
 	}
-	for _, reason := range pool.RetirementReasons {
+	for _, reason := range pool.RetirementReasons() {
 		m.retirements.WithLabelValues(ns, name, string(reason))
 	}
 	m.quarantine.initSeries(ns, name)
