@@ -67,8 +67,9 @@
 //	                          does not show yet (a copy; the observed one
 //	                          is not changed)
 //	lead      startup.go      start-ups measured (pool/leadtime.go)         -> LeadTime
-//	plan      pool/plan.go    PlanScale (pure; pool/roll.go,                -> Plan
-//	                          pool/deletion_order.go), pool.CreateRoom
+//	plan      pool/plan.go    PlanScale (pure; its steps in plan_steps.go,  -> Plan
+//	                          pool/roll.go, pool/deletion_order.go, the
+//	                          create window pool/pacing.go)
 //	act       act.go          remove and retire (retire.go), publish the    -> actResult
 //	                          intents (intents.go), create, poke; record
 //	                          lease uses on the Exporters (usecount.go)

@@ -19,7 +19,8 @@ import (
 	"github.com/exporterset/exporterset/provisioner"
 )
 
-// configure brings one live instance along its lifecycle: once the Jumpstarter controller
+// configure brings one live instance along its lifecycle (in, as observed, is only read):
+// once the Jumpstarter controller
 // has issued its credential and endpoint, write (and keep in sync) its config Secret; then,
 // when the plan says so, start its Pod. ca is the CA bundle, nil when it is missing (the
 // pass reports that): no config is written without it.
@@ -80,7 +81,6 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 			return nil, ignoreConflict(fmt.Errorf("updating config secret %s: %w", name, err))
 		}
 		p.events.add(eventConfigured, e.Name, updated)
-		in.ConfigSecret = updated
 		return updated, nil
 	}
 	s := &corev1.Secret{
@@ -97,7 +97,6 @@ func (r *Reconciler) syncConfigSecret(ctx context.Context, p *pass, ca []byte, i
 	if err := r.client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating config secret %s: %w", name, err)
 	}
-	in.ConfigSecret = s
 	return s, nil
 }
 
@@ -286,7 +285,6 @@ func (r *Reconciler) startPod(ctx context.Context, p *pass, in *pool.Instance) (
 		return podErr, fmt.Errorf("creating pod of %s: %w", e.Name, err)
 	}
 	r.memory.podStarted(keyOf(p.set), e.UID, p.now)
-	in.Pods = append(in.Pods, pod)
 	p.events.add(eventPodStarted, e.Name, pod)
 	return nil, nil
 }
