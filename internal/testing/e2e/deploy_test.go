@@ -91,6 +91,31 @@ func deployController(t *testing.T) {
 		t.Fatal(deployErr)
 	}
 	waitControllerRunning(t)
+	checkControllerNeverRestarted(t)
+}
+
+// checkControllerNeverRestarted fails when a container of the controller's Pods restarted: a
+// crash (a panic, a lock taken for lost) stalls every pool for a restart, and the scenario
+// that caused it may have passed regardless. Each scenario checks what the ones before it
+// left, so a crash is reported by the next scenario at the latest.
+func checkControllerNeverRestarted(t *testing.T) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods, client.InNamespace(controllerNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount == 0 {
+				continue
+			}
+			last := ""
+			if term := cs.LastTerminationState.Terminated; term != nil {
+				last = fmt.Sprintf("; last exit %d (%s) at %s: %s", term.ExitCode, term.Reason, term.FinishedAt.Format("15:04:05"), term.Message)
+			}
+			t.Errorf("the controller's container %s/%s restarted %d times%s; its log:%s", p.Name, cs.Name, cs.RestartCount, last, controllerLogAbout("lost", 20))
+		}
+	}
 }
 
 func applyDefault() error {
