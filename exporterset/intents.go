@@ -38,8 +38,8 @@ type setIntents struct {
 	selector     labels.Selector
 	backoffUntil time.Time
 	// immediate: an instance of the current spec gets its Pod as soon as it is configured,
-	// before a pass has seen it (Immediate binding, not an external provisioner, whose Pod
-	// waits for its target).
+	// before a pass has seen it (the plan's StartNew, but not for an external provisioner,
+	// whose Pod waits for its target).
 	immediate bool
 	// version changes whenever something every instance's config depends on changes.
 	version   string
@@ -68,9 +68,8 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		class: p.class, prov: p.prov, req: &req, hash: p.hash, selector: p.selector,
 		hooksCfg: p.hooksCfg, hooks: p.hooks,
 		backoffUntil: backoffUntil,
-		// The standby rests without a Pod: while the set keeps one, only the plan starts Pods.
-		immediate: p.binding() != vtv1alpha1.BindingWaitForFirstConsumer && !external && plan.Standby == 0,
-		instances: map[types.UID]intent{},
+		immediate:    plan.StartNew && !external,
+		instances:    map[types.UID]intent{},
 	}
 	d.version = fmt.Sprintf("%s/%d/%s/%s/%x/%t", p.set.UID, p.set.Generation, p.class.ResourceVersion, p.hash, sha256.Sum256(caPEM), d.backingOff(p.now))
 	for _, in := range plan.StartPods {

@@ -96,6 +96,11 @@ type Plan struct {
 	RestartPods []*Instance
 	// StartPods are instances that should get a Pod now and have none.
 	StartPods []*Instance
+	// StartNew is true when an instance of the current spec created from now on gets its Pod
+	// as soon as it is configured, before a plan has seen it: under Immediate binding, while
+	// the set keeps no standby (which rests without a Pod). With StartPods it is the one rule
+	// of Pod starts; the failure backoff still holds them (BackoffUntil).
+	StartNew bool
 	// Limited is true when the set wants more instances than its ceiling allows.
 	Limited bool
 	// BudgetLimited is true when the ceiling that limits the set is a CapacityBudget's,

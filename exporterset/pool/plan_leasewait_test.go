@@ -165,3 +165,26 @@ func withIdle(in pool.PlanInput, d time.Duration) pool.PlanInput {
 	in.MaxIdleAge = d
 	return in
 }
+
+// StartNew is the plan's rule for instances it has not seen yet: under Immediate binding they
+// get their Pod once configured, unless the set keeps a standby (which rests without one);
+// under WaitForFirstConsumer only StartPods starts Pods.
+func TestPlanStartNew(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		in      pool.PlanInput
+		binding vtv1alpha1.BindingMode
+		want    bool
+	}{
+		{"immediate, a buffer to fill", input(0, 3, 1), vtv1alpha1.BindingImmediate, true},
+		{"immediate, on demand at rest (standby)", input(0, 3, 0, fixture.Instance("a")), vtv1alpha1.BindingImmediate, false},
+		{"immediate, on demand with a lease waiting", withDemand(input(0, 3, 0, fixture.Instance("a")), 1), vtv1alpha1.BindingImmediate, true},
+		{"wait for first consumer, a buffer to fill", input(0, 3, 1), vtv1alpha1.BindingWaitForFirstConsumer, false},
+	} {
+		in := c.in
+		in.Binding = c.binding
+		if got := pool.PlanScale(in).StartNew; got != c.want {
+			t.Errorf("%s: StartNew %v, want %v", c.name, got, c.want)
+		}
+	}
+}

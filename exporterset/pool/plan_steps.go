@@ -253,6 +253,7 @@ func (s *planState) finish() {
 	p.BookingNote = bookingNote(s.due, min(p.Create+p.CreateAfterRemove, int32(len(s.due))), in.LeadTime, p.BookedWaiting)
 	keepLastRetired(in, p)
 	p.StartPods = podsToStart(in, without(s.warm, p.RestPods), s.leasedLive, max(0, s.capped-s.busy-in.Expected), int32(len(s.due)))
+	p.StartNew = in.Binding != vtv1alpha1.BindingWaitForFirstConsumer && p.Standby == 0
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {
 		p.BackingOff, p.Held = true, p.Create+p.CreateAfterRemove
