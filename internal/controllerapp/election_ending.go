@@ -63,6 +63,9 @@ func (l *provisionerLocks) outlive(ctx context.Context, k lockKey) bool {
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		return true // the process stops: the lock goes with it
+	}
 	l.forget(k)
 	l.log.Info("the lock's namespace is gone; its lock is forgotten", "lease", k.namespace+"/"+k.lease)
 	return true
