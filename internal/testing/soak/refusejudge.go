@@ -124,8 +124,8 @@ func (c *Checker) refusalExcuseLocked(set string, rs *refuseSet, at time.Time, e
 			if uid, ok := controllerUID(&e, "ExporterSet"); !ok || uid != rs.uid {
 				continue
 			}
-			if v := viewOf(&e, nil); v.handDisabled() && !v.quarantined {
-				held = append(held, e.Name)
+			if v := viewOf(&e, nil); v.handDisabled() && !v.quarantined || w.handEnabled[set][e.Name].After(at) {
+				held = append(held, e.Name) // disabled by hand now, or still at the refusal
 			}
 		}
 		if int64(len(held)) >= ceiling {

@@ -58,8 +58,12 @@ type refuseWatch struct {
 	mu      sync.Mutex
 	sets    map[string]*refuseSet   // set name
 	classes map[string]*refuseClass // class name
-	// handDisabled is when an Exporter of the set was last seen disabled by a person.
+	// handDisabled is when an Exporter of the set was last seen disabled by a person;
+	// handEnabled when each Exporter disabled by a person was enabled again (set, then name):
+	// a refusal is judged after it happened, when the Exporter that filled the ceiling then
+	// may be enabled again.
 	handDisabled map[string]time.Time
+	handEnabled  map[string]map[string]time.Time
 	pending      []refusal
 	// served says whether a provisioner is served; nil serves every provisioner.
 	served func(string) bool
@@ -96,7 +100,7 @@ type refusal struct {
 }
 
 func newRefuseWatch() *refuseWatch {
-	return &refuseWatch{sets: map[string]*refuseSet{}, classes: map[string]*refuseClass{}, handDisabled: map[string]time.Time{}}
+	return &refuseWatch{sets: map[string]*refuseSet{}, classes: map[string]*refuseClass{}, handDisabled: map[string]time.Time{}, handEnabled: map[string]map[string]time.Time{}}
 }
 
 // ServeProvisioners tells the checker which provisioners the controller serves (a set whose
@@ -244,7 +248,23 @@ func (w *refuseWatch) classGone(obj any) {
 func (w *refuseWatch) exporterEvent(oldObj, obj any) {
 	o, ok1 := oldObj.(*jumpstarterv1alpha1.Exporter)
 	n, ok2 := obj.(*jumpstarterv1alpha1.Exporter)
-	if !ok1 || !ok2 || !o.IsEnabled() || n.IsEnabled() {
+	if !ok1 || !ok2 {
+		return
+	}
+	if !o.IsEnabled() && n.IsEnabled() {
+		if v := viewOf(o, nil); v.handDisabled() && !v.quarantined {
+			if set := budgetSetOf(n); set != "" {
+				w.mu.Lock()
+				if w.handEnabled[set] == nil {
+					w.handEnabled[set] = map[string]time.Time{}
+				}
+				w.handEnabled[set][n.Name] = time.Now()
+				w.mu.Unlock()
+			}
+		}
+		return
+	}
+	if !o.IsEnabled() || n.IsEnabled() {
 		return
 	}
 	if v := viewOf(n, nil); v.retiring || v.quarantined {
