@@ -1,6 +1,7 @@
 package exporterset
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,9 @@ func TestRenewedThenQuarantinedHasNoProblem(t *testing.T) {
 	}
 	if c := pool.ComputeStatus([]*pool.Instance{in, other}, h.problems); int(c.FailingReplicas) != h.failures.Failing {
 		t.Errorf("failingReplicas %d, failures counted by the conditions %d", c.FailingReplicas, h.failures.Failing)
+	}
+	// The conditions word the failure as what it is, not as a missed startup deadline.
+	if msg := h.failures.message(); !strings.Contains(msg, "1 of 1 instances failed their check between leases") {
+		t.Errorf("failure summary %q", msg)
 	}
 }

@@ -128,7 +128,11 @@ func failureVerb(reason vtv1alpha1.ConditionReason) string {
 		return "lost their node"
 	case vtv1alpha1.ReasonExternalTargetFailed:
 		return "have a failed external target"
-	default:
+	case vtv1alpha1.ReasonReuseCheckFailing:
+		return "failed their check between leases"
+	case vtv1alpha1.ReasonStartupDeadlineExceeded:
 		return "missed their startup deadline"
+	default:
+		return "fail (" + string(reason) + ")"
 	}
 }
