@@ -67,14 +67,8 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 		errs = append(errs, r.retire(ctx, p, in, plan.RetirementReason(in)))
 	}
 	// The last enabled Exporter at the ceiling is kept and renewed in place (leasewait.go).
-	for _, in := range plan.Renew {
-		if externalOf(p.prov) == nil { // an external target is not rebuilt in place: it waits
-			errs = append(errs, r.renew(ctx, p, in))
-		}
-	}
-	for _, in := range plan.Renewed {
-		p.events.add(eventRenewed, in.Name(), in.Exporter)
-	}
+	held, renewErrs := r.renewAll(ctx, p, plan)
+	errs = append(errs, renewErrs...)
 	if n := len(plan.Reclaimed); n > 0 {
 		for _, in := range plan.Reclaimed {
 			p.events.add(eventBudgetReclaim, in.Name()+" (CapacityBudget "+p.gov.strictest+")", in.Exporter)
@@ -104,7 +98,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 			break
 		}
 	}
-	intents := intentsOf(p, plan, holdUntil, ca, problems, ext)
+	intents := intentsOf(p, plan, holdUntil, ca, problems, ext, held)
 	r.memory.intents.putSet(keyOf(p.set), intents)
 	r.pokeChanged(ctx, p, intents, live)
 	var err error

@@ -70,9 +70,11 @@ func TestBackToBackLeasesAtCeilingOne(t *testing.T) {
 	enabled := w.watchEnabled("one")
 	cw := w.watchCeiling("one", 1)
 	pods := map[types.UID]bool{}
+	var exporter string
+	var last types.UID
 	for i := range 8 {
 		l := w.lease(fmt.Sprintf("user-%d", i), "one")
-		exporter := w.waitServed(l)
+		exporter = w.waitServed(l)
 		w.eventually(20*time.Second, "the lease holder's pod", func() string {
 			for _, p := range w.podsOf("one") {
 				if p.Labels != nil && p.Name == exporter && p.Status.Phase == corev1.PodRunning {
@@ -80,6 +82,7 @@ func TestBackToBackLeasesAtCeilingOne(t *testing.T) {
 						return fmt.Sprintf("lease %d is served by the Pod of an earlier lease", i)
 					}
 					pods[p.UID] = true
+					last = p.UID
 					return ""
 				}
 			}
@@ -87,6 +90,18 @@ func TestBackToBackLeasesAtCeilingOne(t *testing.T) {
 		})
 		w.release(l)
 	}
+	// The renewal names the exited Pod it answered before asking for its restart, so that a
+	// later pass reading a lagging cache does not remove the instance as exited (renew.go).
+	w.eventually(20*time.Second, "the renewal's mark on the last lease's exited Pod", func() string {
+		e := getExporter(t, w, exporter)
+		if e == nil {
+			return "exporter " + exporter + " gone"
+		}
+		if e.Annotations[pool.AnnotationRenewedPod] != string(last) {
+			return fmt.Sprintf("exporter %s annotations %v, want %s=%s", exporter, e.Annotations, pool.AnnotationRenewedPod, last)
+		}
+		return ""
+	})
 	enabled.check(t)
 	cw.check(t, 1, 1)
 }

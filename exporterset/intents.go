@@ -57,7 +57,8 @@ type intent struct {
 func (s *setIntents) backingOff(now time.Time) bool { return now.Before(s.backoffUntil) }
 
 // intentsOf are the decisions of a pass for the live instances it saw.
-func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, problems pool.Problems, ext externalStates) *setIntents {
+// held are instances whose restart waits for a later pass (their renewal's write lost).
+func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, problems pool.Problems, ext externalStates, held map[types.UID]bool) *setIntents {
 	external := externalOf(p.prov) != nil
 	// The instance reconciler reads the request while the pass goes on to write the set's
 	// status, which decodes the answer into p.set: the request gets a set of its own.
@@ -80,6 +81,9 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		}
 	}
 	for _, in := range plan.RestartPods {
+		if held[in.Exporter.UID] {
+			continue
+		}
 		it := d.instances[in.Exporter.UID]
 		it.restart = true
 		if problems.Replaces(in) && !in.Leased() {
@@ -90,7 +94,7 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		d.instances[in.Exporter.UID] = it
 	}
 	for _, in := range plan.RestPods {
-		if pod := in.ActivePod(); pod != nil && !in.Leased() {
+		if pod := in.ActivePod(); pod != nil && !in.Leased() && !held[in.Exporter.UID] {
 			it := d.instances[in.Exporter.UID]
 			it.restart, it.broken = true, pod.UID // it rests: the Pod goes, the Exporter stays
 			d.instances[in.Exporter.UID] = it

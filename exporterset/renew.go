@@ -6,43 +6,83 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
-// renew brings an instance that its set keeps as its last enabled Exporter at the ceiling
-// (pool/leasewait.go) to the current spec in place, instead of retiring it: the template's
-// labels and annotations and the spec hash are written on the Exporter, and its use count
-// and idle clock are dropped, so it counts as a new instance of the current spec. Labels the
-// exporter writes itself (jumpstarter.dev/) stay. The patch carries the resourceVersion the
-// decision was made on: an instance leased meanwhile conflicts and is decided on again.
-// Its Pod is replaced by the instance reconciler (plan.RestPods, plan.RestartPods), which
-// also writes its config Secret from the current spec.
-func (r *Reconciler) renew(ctx context.Context, p *pass, in *pool.Instance) error {
-	e := in.Exporter
-	patched := e.DeepCopy()
-	patched.Labels = instanceLabels(p.set, p.hash)
-	for k, v := range e.Labels {
-		if strings.HasPrefix(k, "jumpstarter.dev/") {
-			patched.Labels[k] = v
+// renewAll writes, for each instance the plan keeps as its set's last enabled Exporter at the
+// ceiling (pool/leasewait.go), what its renewal in place needs on the Exporter, and returns
+// the instances whose Pod restart must not be asked for in this pass: their write lost a race.
+func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan) (held map[types.UID]bool, errs []error) {
+	outdated := make(map[*pool.Instance]bool, len(plan.Renew))
+	for _, in := range plan.Renew {
+		outdated[in] = externalOf(p.prov) == nil // an external target is not rebuilt in place: it waits
+	}
+	for _, in := range plan.Renewed {
+		p.events.add(eventRenewed, in.Name(), in.Exporter)
+		done, err := r.renew(ctx, p, in, outdated[in])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !done {
+			if held == nil {
+				held = map[types.UID]bool{}
+			}
+			held[in.Exporter.UID] = true
 		}
 	}
+	return held, errs
+}
+
+// renew writes one instance's renewal in place on its Exporter, in one patch carrying the
+// resourceVersion the decision was made on (an instance leased meanwhile conflicts and is
+// decided on again):
+//   - its completed Pod is named (pool.AnnotationRenewedPod) before the instance reconciler
+//     is asked to replace it: a later pass, whose cache may still show that Pod, reads the
+//     instance as restarting rather than exited and does not remove it while its fresh Pod
+//     starts (remove re-reads the Exporter, so a lagging cache cannot undo this);
+//   - an outdated or used-up instance is brought to the current spec: the template's labels
+//     and annotations and the spec hash, its use count and idle clock dropped, so it counts
+//     as a new instance of the current spec. Labels the exporter writes (jumpstarter.dev/)
+//     stay.
+//
+// Its Pod is replaced by the instance reconciler (plan.RestPods, plan.RestartPods), which
+// also writes its config Secret from the current spec. done is false when the patch lost.
+func (r *Reconciler) renew(ctx context.Context, p *pass, in *pool.Instance, outdated bool) (done bool, err error) {
+	e := in.Exporter
+	completed := in.CompletedPod()
+	if !outdated && completed == nil {
+		return true, nil
+	}
+	patched := e.DeepCopy()
 	if patched.Annotations == nil {
 		patched.Annotations = map[string]string{}
 	}
-	for _, k := range []string{pool.AnnotationUseCount, pool.AnnotationLastLease, pool.AnnotationIdleSince} {
-		delete(patched.Annotations, k)
+	if outdated {
+		patched.Labels = instanceLabels(p.set, p.hash)
+		for k, v := range e.Labels {
+			if strings.HasPrefix(k, "jumpstarter.dev/") {
+				patched.Labels[k] = v
+			}
+		}
+		for _, k := range []string{pool.AnnotationUseCount, pool.AnnotationLastLease, pool.AnnotationIdleSince} {
+			delete(patched.Annotations, k)
+		}
+		for k, v := range p.set.Spec.Template.Metadata.Annotations {
+			patched.Annotations[k] = v
+		}
 	}
-	for k, v := range p.set.Spec.Template.Metadata.Annotations {
-		patched.Annotations[k] = v
+	if completed != nil {
+		patched.Annotations[pool.AnnotationRenewedPod] = string(completed.UID)
 	}
 	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			p.requeueIn(conflictRetry) // changed since we looked (maybe a lease): decide again soon
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("renewing %s: %w", e.Name, err)
+		return false, fmt.Errorf("renewing %s: %w", e.Name, err)
 	}
-	return nil
+	return true, nil
 }

@@ -126,6 +126,12 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	}
 	recycled := !in.Retiring() && !in.Quarantined() // removed because its exporter exited, not retired or quarantined
 	if recycled {
+		if (&pool.Instance{Exporter: e, Pods: in.Pods}).Renewing() {
+			// A pass renewed it in place after the cache this pass read (renew.go): it is
+			// restarting, not exited. The next pass sees the mark.
+			p.requeueIn(conflictRetry)
+			return true, false, nil
+		}
 		if fresh, err := r.freshPod(ctx, e); err != nil || fresh {
 			return true, false, err
 		}

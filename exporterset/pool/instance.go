@@ -89,11 +89,12 @@ func (i *Instance) ActivePod() *corev1.Pod {
 
 // Terminal reports an instance whose Pods have all completed (at least one, none active):
 // under ExitAndReplace the exporter exited after its lease and the instance is recycled.
-// Pods being deleted are not looked at.
+// Pods being deleted, and a Pod whose restart its renewal asked for (Renewing), are not
+// looked at.
 func (i *Instance) Terminal() bool {
 	live := 0
 	for _, p := range i.Pods {
-		if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil || i.renewedPod(p) {
 			continue
 		}
 		if !podTerminal(p) {
@@ -104,14 +105,43 @@ func (i *Instance) Terminal() bool {
 	return live > 0
 }
 
-// Failed reports whether any of the instance's Pods (not being deleted) is in phase Failed.
+// Failed reports whether any of the instance's Pods (not being deleted, nor restarting for
+// a renewal) is in phase Failed.
 func (i *Instance) Failed() bool {
 	for _, p := range i.Pods {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodFailed {
+		if p.DeletionTimestamp == nil && !i.renewedPod(p) && p.Status.Phase == corev1.PodFailed {
 			return true
 		}
 	}
 	return false
+}
+
+// Renewing reports an instance renewed in place whose completed Pod, named by
+// AnnotationRenewedPod, is still there: its restart is under way (or held by a backoff),
+// so it is neither exited nor failed.
+func (i *Instance) Renewing() bool {
+	for _, p := range i.Pods {
+		if p.DeletionTimestamp == nil && i.renewedPod(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CompletedPod returns a completed Pod (not being deleted) that no renewal has answered yet:
+// the one a renewal in place marks before asking for its restart.
+func (i *Instance) CompletedPod() *corev1.Pod {
+	for _, p := range i.Pods {
+		if p.DeletionTimestamp == nil && podTerminal(p) && !i.renewedPod(p) {
+			return p
+		}
+	}
+	return nil
+}
+
+func (i *Instance) renewedPod(p *corev1.Pod) bool {
+	uid := i.Exporter.Annotations[AnnotationRenewedPod]
+	return uid != "" && string(p.UID) == uid && podTerminal(p)
 }
 
 // Foreign reports an instance that another controller (upstream's) created: it has none of

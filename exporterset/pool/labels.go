@@ -16,4 +16,9 @@ const (
 	AnnotationRetiring = "virtualtarget.jumpstarter.dev/retiring"
 	// AnnotationCredential records which credential Secret a config Secret was written from.
 	AnnotationCredential = "virtualtarget.jumpstarter.dev/credential"
+	// AnnotationRenewedPod names (by UID) the completed Pod of an instance renewed in place
+	// (leasewait.go): written by the set before it asks for the Pod's restart, it tells every
+	// later pass that the exit has been answered, so the instance is restarting, not exited,
+	// until that Pod is gone and its fresh one runs.
+	AnnotationRenewedPod = "virtualtarget.jumpstarter.dev/renewed-pod"
 )

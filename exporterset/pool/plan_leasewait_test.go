@@ -100,6 +100,22 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Wanted: 1, CreateAfterRemove: 1, Remove: []string{"up"}},
 		},
 		{
+			name: "renewed at the ceiling, then room (a budget raised, a successor made): its restart is still owed, it is not removed as exited",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded), fixture.RenewedPod), fixture.Instance("b")),
+			want: planSummary{Standby: 1, RestartPods: []string{"a"}, SurplusSince: at(0), RequeueAfter: 5 * time.Minute},
+		},
+		{
+			name: "renewed over a failed Pod: restarting, not retired for the old Pod's crash",
+			in: withProblems(input(0, 3, 0, fixture.Instance("a", fixture.Pod(corev1.PodFailed), fixture.RenewedPod,
+				fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true})), fixture.Instance("b"))),
+			want: planSummary{Standby: 1, RestartPods: []string{"a"}, SurplusSince: at(0), RequeueAfter: 5 * time.Minute},
+		},
+		{
+			name: "the renewed Pod's successor exited too: the mark names a Pod that is gone, so it is removed as exited",
+			in:   input(0, 3, 0, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded), fixture.RenewedPod, dropPods, fixture.Pod(corev1.PodSucceeded)), fixture.Instance("b")),
+			want: planSummary{Standby: 1, Remove: []string{"a"}},
+		},
+		{
 			name: "a budget of 0 owes nothing: no standby",
 			in:   withBudget(input(0, 3, 0), 0),
 			want: planSummary{},
@@ -148,6 +164,15 @@ func TestPlanSaysWhenLeasesAreRefused(t *testing.T) {
 
 // foreign is an instance upstream's controller made: it has none of our labels.
 var foreign fixture.Trait = func(in *pool.Instance) { delete(in.Exporter.Labels, pool.LabelSet) }
+
+// dropPods forgets the instance's Pods so far (they were replaced).
+var dropPods fixture.Trait = func(in *pool.Instance) { in.Pods = nil }
+
+// withProblems gives the input the problems its instances carry (fixture.WithProblem).
+func withProblems(in pool.PlanInput) pool.PlanInput {
+	in.Problems = fixture.ProblemsOf(in.Instances)
+	return in
+}
 
 // usedOnce is an instance that served one lease, seen ended.
 var usedOnce fixture.Trait = func(in *pool.Instance) {

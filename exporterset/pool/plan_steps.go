@@ -70,7 +70,7 @@ func (s *planState) classify() {
 			s.old = append(s.old, i) // rolled to the new spec once idle, by surge (roll.go)
 			s.occupied++
 			continue
-		case !leased && in.Problems.Replaces(i) && !i.Terminal() && !i.Failed() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
+		case !leased && in.Problems.Replaces(i) && !i.Terminal() && !i.Failed() && !i.Renewing() && in.Recycle != vtv1alpha1.RecycleInPlaceReuse:
 			// Crash loop, lost node, startup deadline: waiting will not help. (A terminal
 			// Pod is recycled below, as after a lease; InPlaceReuse restarts the Pod.)
 			p.Retire = append(p.Retire, i)
@@ -82,8 +82,11 @@ func (s *planState) classify() {
 			continue
 		}
 		s.occupied++
-		if in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.Replaces(i)) {
+		switch {
+		case in.Recycle == vtv1alpha1.RecycleInPlaceReuse && (i.Terminal() || i.Failed() || !leased && in.Problems.Replaces(i)):
 			p.RestartPods = append(p.RestartPods, i)
+		case i.Renewing() && !leased:
+			p.RestartPods = append(p.RestartPods, i) // a renewal's restart is owed until done (leasewait.go)
 		}
 		if leased {
 			s.busy++
