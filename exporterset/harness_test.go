@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // world is one test's namespace with the Jumpstarter simulator running in it.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	ns   string
 	c    client.Client
@@ -54,7 +54,7 @@ type world struct {
 	rec *exporterset.Reconciler // the last controller's
 }
 
-func newWorld(t *testing.T, simOpts ...jumpsim.Option) *world {
+func newWorld(t testing.TB, simOpts ...jumpsim.Option) *world {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -288,7 +288,7 @@ func jumpsimWithoutAnything() []jumpsim.Option {
 	return []jumpsim.Option{jumpsim.WithoutController(), jumpsim.WithoutKubelet(), jumpsim.WithoutGarbageCollector()}
 }
 
-func getExporter(t *testing.T, w *world, name string) *jumpstarterv1alpha1.Exporter {
+func getExporter(t testing.TB, w *world, name string) *jumpstarterv1alpha1.Exporter {
 	t.Helper()
 	var e jumpstarterv1alpha1.Exporter
 	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &e); err != nil {
