@@ -16,6 +16,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -252,10 +253,10 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		}
 		bctx, cancel := ctx, context.CancelFunc(func() {})
 		if p.gov.governed() {
-			// The budgets must hold a place for each before it is created (budgetledger.go).
+			// The budgets must hold a place for each before it is created (internal/ledger).
 			// A reservation's time is kept in whole seconds, rounded down: so is this one.
 			reservedAt := r.clock.Now().Truncate(time.Second)
-			got, err := r.reserve(ctx, p, p.gov, names, per)
+			got, err := r.reserve(ctx, p, names, per)
 			if err != nil {
 				r.warning(p.set, nil, eventCreateFailed, "Create", "reserving capacity: %v", err)
 				return seq, err
@@ -269,7 +270,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			// Not after half the grace: the reservation may be dropped for its age then. The
 			// deadline is the injected clock's; the context gets what is left of it as a timeout
 			// (a context's deadline is read on the wall clock).
-			bctx, cancel = context.WithTimeout(ctx, reservedAt.Add(reservationGrace/2).Sub(r.clock.Now()))
+			bctx, cancel = context.WithTimeout(ctx, reservedAt.Add(ledger.ReservationGrace/2).Sub(r.clock.Now()))
 		}
 		created, err := r.createBatch(bctx, p, names, per)
 		cancel()

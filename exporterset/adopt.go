@@ -28,15 +28,6 @@ import (
 // Pods instead of trying to create a second one.
 const upstreamLabelSet = "exporterset.jumpstarter.dev/name"
 
-// setOwnerOf is the name of the ExporterSet controlling o, if any.
-func setOwnerOf(o client.Object) string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "ExporterSet" || ref.APIVersion != vtv1alpha1.GroupVersion.String() {
-		return ""
-	}
-	return ref.Name
-}
-
 // observeForeign attaches their Pods to the set's foreign instances, read through the
 // uncached reader by upstream's label: those Pods are not in the cache.
 func (r *Reconciler) observeForeign(ctx context.Context, set *vtv1alpha1.ExporterSet, obs *observation) error {

@@ -8,12 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/budget"
+	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 )
 
 // governance is what the CapacityBudgets selecting a set say to one of its passes.
@@ -39,13 +39,6 @@ func (g governance) names() []string {
 	return out
 }
 
-// budgetSelects reports whether b selects set. A selector that does not parse, or is empty
-// (admission refuses both), selects nothing.
-func budgetSelects(b *vtv1alpha1.CapacityBudget, set *vtv1alpha1.ExporterSet) bool {
-	sel, err := metav1.LabelSelectorAsSelector(&b.Spec.Selector)
-	return err == nil && !sel.Empty() && sel.Matches(labels.Set(set.Labels))
-}
-
 // governanceOf reads the budgets of the set's namespace from the cache; holds is how many
 // Exporters the set holds now, as this pass sees them.
 func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet, holds int32) (governance, error) {
@@ -60,7 +53,7 @@ func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterS
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	for i := range list.Items {
 		b := &list.Items[i]
-		if b.DeletionTimestamp != nil || !budgetSelects(b, set) {
+		if b.DeletionTimestamp != nil || !ledger.Selects(b, set) {
 			continue
 		}
 		g.budgets = append(g.budgets, b)
@@ -78,7 +71,7 @@ func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterS
 // than it wants, so without that one a governed set could never surge: every roll and
 // idle-age replacement would retire first, leaving the set one short meanwhile, however
 // empty the budget. The spare place is only room: the set's plan creates above what it
-// wants only to surge, and its reservation still needs the place free (budgetledger.go).
+// wants only to surge, and its reservation still needs the place free (internal/ledger).
 // The budget's count is as fresh as its last status: the set's own part of it is taken
 // from what the pass holds now (holds), so a place the set itself has just freed counts
 // as free before the budget has written again.

@@ -19,7 +19,7 @@
 //     status. It creates, renews (renew.go), disables and deletes Exporters, writes their
 //     use-count and idle annotations (usecount.go) and the external-cleanup finalizer, creates
 //     external targets (external.go), and reserves places in CapacityBudgets (the ledger in
-//     their status, budgetledger.go), which the budget reconciler (budgetctl.go) also writes;
+//     their status, internal/ledger), which the budget controller also writes;
 //   - the instance reconciler (instancectl.go), keyed by Exporter, is the only writer of an
 //     instance's config Secret and Pods (and of the label on its credential Secret). It acts
 //     as soon as the Exporter has its credential, with what its set's last pass decided.
@@ -44,6 +44,12 @@
 //   - exporterset/budget: a CapacityBudget's allocation, pure and exported: floors, then
 //     waiting and booked demand (reclaiming idle spares from sets without demand), then
 //     warm buffers; and the Pod requests a budget counts.
+//   - exporterset/internal/controllers/capacitybudget: the CapacityBudget controller. It
+//     sees the sets through the SetView this package gives it (budgetview.go) and imports no
+//     other controller.
+//   - exporterset/internal/ledger: a budget's count of what its sets hold and the
+//     reservation before a create, shared by the set and budget controllers.
+//   - exporterset/internal/objects: what the controllers share about the objects they watch.
 //   - exporterset/internal/metrics: the Prometheus series and the lease SLO bookkeeping.
 //   - exporterset/internal/fixture: instances built in memory for the pure tests.
 //
@@ -97,16 +103,16 @@
 //
 // # Capacity budgets (WithCapacityBudgets)
 //
-// A third reconciler (budgetctl.go), keyed by CapacityBudget, observes the sets a budget
-// selects (by their labels) as their own passes do, computes the allocation (package budget)
-// and writes the budget's status: usage, each set's counts and Allowed, and the conditions.
+// A third controller (internal/controllers/capacitybudget), keyed by CapacityBudget,
+// observes the sets a budget selects (by their labels) as their own passes do, computes the
+// allocation (package budget) and writes the budget's status: usage, each set's counts and Allowed, and the conditions.
 // A governed set's pass reads Allowed as a second ceiling (pool.PlanInput.BudgetCeiling,
 // budgetgov.go) and, before each batch of creates, reserves the places in the budget's
-// status (budgetledger.go): it counts the governed Exporters with an uncached List plus the
+// status (internal/ledger): it counts the governed Exporters with an uncached List plus the
 // reservations not yet seen as Exporters, and writes with the resourceVersion it read. So
 // the limit holds across controller processes; the allocation only decides who gets the
 // places. Reservations and the allocation share the budget's status, each write
-// optimistic; a reservation lapses after reservationGrace if its Exporter never came.
+// optimistic; a reservation lapses after ledger.ReservationGrace if its Exporter never came.
 //
 // The pure steps live in exporterset/pool and exporterset/budget and need no API server
 // (examples/whatif uses them on a pool built in memory).

@@ -55,9 +55,9 @@ func WithInventoryInterval(d time.Duration) Option {
 }
 
 // WithCapacityBudgets makes the reconciler honour CapacityBudgets: SetupWithManager adds
-// the budget reconciler (budgetctl.go), and a governed set reserves its creates in its
-// budgets (budgetledger.go) and takes their ceiling. Use it only where the CapacityBudget CRD
-// is installed and the controller may read it and write its status: its informer cannot
+// the budget controller (internal/controllers/capacitybudget), and a governed set reserves
+// its creates in its budgets (internal/ledger) and takes their ceiling. Use it only where the
+// CapacityBudget CRD is installed and the controller may read it and write its status: its informer cannot
 // start otherwise.
 func WithCapacityBudgets() Option { return func(r *Reconciler) { r.budgets = true } }
 

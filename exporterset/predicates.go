@@ -3,8 +3,6 @@ package exporterset
 import (
 	"maps"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -12,35 +10,6 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
-
-// exporterChanged drops Exporter updates that change nothing the reconciler reads: the
-// Jumpstarter controller refreshes status.lastSeen of every online exporter all the time, and
-// a reconcile of the whole set per heartbeat would cost a pass per exporter per interval.
-var exporterChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*jumpstarterv1alpha1.Exporter)
-		n, ok2 := e.ObjectNew.(*jumpstarterv1alpha1.Exporter)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !apiequality.Semantic.DeepEqual(relevant(o), relevant(n))
-	},
-}
-
-// relevant is the part of an Exporter the reconciler's decisions depend on.
-func relevant(e *jumpstarterv1alpha1.Exporter) *jumpstarterv1alpha1.Exporter {
-	c := &jumpstarterv1alpha1.Exporter{}
-	c.Labels, c.Annotations, c.DeletionTimestamp, c.OwnerReferences = e.Labels, e.Annotations, e.DeletionTimestamp, e.OwnerReferences
-	c.Spec = e.Spec
-	c.Status = e.Status
-	c.Status.LastSeen = jumpstarterv1alpha1.ExporterStatus{}.LastSeen
-	c.Status.Conditions = nil
-	for _, cond := range e.Status.Conditions {
-		// Heartbeats may rewrite a condition's message or time; its type and status matter.
-		c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: cond.Type, Status: cond.Status})
-	}
-	return c
-}
 
 // instanceInputsChanged passes the Exporter events the instance reconciler acts on: a set's
 // Exporter created with its credential, or updated in what building it depends on (its

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -32,7 +33,7 @@ func (r *Reconciler) hookSightings() handler.EventHandler {
 			return
 		}
 		in := &pool.Instance{Exporter: e}
-		set := setOwnerOf(e)
+		set := ledger.SetOwnerOf(e)
 		if set == "" || !in.HookFailed() || in.Quarantined() || in.Deleting() {
 			return
 		}

@@ -21,6 +21,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -57,7 +59,7 @@ func setOf(o client.Object) []string {
 	if label != "" {
 		out = append(out, label)
 	}
-	if owner := setOwnerOf(o); owner != "" && owner != label {
+	if owner := ledger.SetOwnerOf(o); owner != "" && owner != label {
 		out = append(out, owner)
 	}
 	return out
@@ -158,13 +160,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err := r.setupBudgets(mgr); err != nil {
 			return err
 		}
-		b = b.Watches(&vtv1alpha1.CapacityBudget{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBudget)) // budgetsetup.go
+		b = b.Watches(&vtv1alpha1.CapacityBudget{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBudget)) // budgetview.go
 	}
 	return b.
 		Named(r.name).
 		// Its annotations carry the reuse policy (reusepolicy.go): their change is a change of spec.
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(exporterChanged)).
+		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(objects.ExporterChanged)).
 		Watches(&jumpstarterv1alpha1.Exporter{}, r.hookSightings()). // quarantine_watch.go
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).

@@ -13,7 +13,7 @@ import (
 )
 
 // reservationGrace is the controller's: a reservation whose Exporter never came is dropped
-// once it is this old (exporterset/budgetusage.go).
+// once it is this old (exporterset/internal/ledger).
 const reservationGrace = 20 * time.Second
 
 // budgetFinal is the final state of the namespace's CapacityBudgets, read from the API

@@ -1,4 +1,4 @@
-package exporterset
+package capacitybudget
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -16,23 +17,23 @@ import (
 
 // Reasons of a CapacityBudget's conditions.
 const (
-	budgetReasonDemandWaiting = "DemandWaiting"     // Exhausted: a set with waiting or booked Leases gets less than it wants
-	budgetReasonBuffersShort  = "BuffersShort"      // Exhausted: only warm buffers are short
-	budgetReasonWithinBudget  = "WithinBudget"      // not Exhausted
-	budgetReasonFloorsExceed  = "FloorsExceedLimit" // Overcommitted
-	budgetReasonFloorsFit     = "FloorsFit"         // not Overcommitted
-	budgetEventExhausted      = "Exhausted"
-	budgetEventReclaiming     = "Reclaiming"
-	budgetEventOvercommitted  = "Overcommitted"
+	reasonDemandWaiting = "DemandWaiting"     // Exhausted: a set with waiting or booked Leases gets less than it wants
+	reasonBuffersShort  = "BuffersShort"      // Exhausted: only warm buffers are short
+	reasonWithinBudget  = "WithinBudget"      // not Exhausted
+	reasonFloorsExceed  = "FloorsExceedLimit" // Overcommitted
+	reasonFloorsFit     = "FloorsFit"         // not Overcommitted
+	eventExhausted      = "Exhausted"
+	eventReclaiming     = "Reclaiming"
+	eventOvercommitted  = "Overcommitted"
 )
 
-// budgetStatus is the status a budget's pass writes (pure): usage, each set's counts and
+// Status is the status a budget's pass writes (pure): usage, each set's counts and
 // Allowed, the reservations still needed, and the two conditions.
-func budgetStatus(cb *vtv1alpha1.CapacityBudget, in budget.Input, a budget.Allocation, view budgetView, now time.Time) vtv1alpha1.CapacityBudgetStatus {
+func Status(cb *vtv1alpha1.CapacityBudget, in budget.Input, a budget.Allocation, reservations []vtv1alpha1.BudgetReservation, now time.Time) vtv1alpha1.CapacityBudgetStatus {
 	st := vtv1alpha1.CapacityBudgetStatus{
 		ObservedGeneration: cb.Generation,
 		Used:               vtv1alpha1.BudgetUsage{Instances: a.UsedInstances, Resources: limitedOnly(a.UsedResources, cb.Spec.Limits.Resources)},
-		Reservations:       view.reservations,
+		Reservations:       reservations,
 		Conditions:         append([]metav1.Condition(nil), cb.Status.Conditions...),
 	}
 	for i, s := range in.Sets {
@@ -49,12 +50,12 @@ func budgetStatus(cb *vtv1alpha1.CapacityBudget, in budget.Input, a budget.Alloc
 	used := fmt.Sprintf("%d of %d instances used", a.UsedInstances, cb.Spec.Limits.Instances)
 	switch {
 	case !a.Exhausted:
-		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetExhausted, false, budgetReasonWithinBudget, "every governed set has what it wants (%s)", used))
+		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetExhausted, false, reasonWithinBudget, "every governed set has what it wants (%s)", used))
 	default:
-		reason := budgetReasonBuffersShort
+		reason := reasonBuffersShort
 		for i := range in.Sets {
 			if a.Grants[i].Demand {
-				reason = budgetReasonDemandWaiting
+				reason = reasonDemandWaiting
 			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetExhausted, true, reason, "%s; short: %s", used, shortList(in, a)))
@@ -64,9 +65,9 @@ func budgetStatus(cb *vtv1alpha1.CapacityBudget, in budget.Input, a budget.Alloc
 		floors += s.Min
 	}
 	if a.Overcommitted {
-		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetOvercommitted, true, budgetReasonFloorsExceed, "the governed sets' minReplicas add up to %d instances (or their requests to more than limits.resources); limits.instances is %d: not every floor can be served", floors, cb.Spec.Limits.Instances))
+		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetOvercommitted, true, reasonFloorsExceed, "the governed sets' minReplicas add up to %d instances (or their requests to more than limits.resources); limits.instances is %d: not every floor can be served", floors, cb.Spec.Limits.Instances))
 	} else {
-		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetOvercommitted, false, budgetReasonFloorsFit, "the governed sets' minReplicas add up to %d instances, within the limits", floors))
+		apimeta.SetStatusCondition(&st.Conditions, cond(vtv1alpha1.ConditionBudgetOvercommitted, false, reasonFloorsFit, "the governed sets' minReplicas add up to %d instances, within the limits", floors))
 	}
 	return st
 }
@@ -104,14 +105,14 @@ func limitedOnly(rl, limit corev1.ResourceList) corev1.ResourceList {
 		if q, ok := rl[k]; ok {
 			out[k] = q
 		} else {
-			out[k] = *resourceZero()
+			out[k] = *resource.NewQuantity(0, resource.DecimalSI)
 		}
 	}
 	return out
 }
 
-// budgetStatusEqual compares statuses, ignoring conditions' transition times.
-func budgetStatusEqual(a, b vtv1alpha1.CapacityBudgetStatus) bool {
+// statusEqual compares statuses, ignoring conditions' transition times.
+func statusEqual(a, b vtv1alpha1.CapacityBudgetStatus) bool {
 	strip := func(s vtv1alpha1.CapacityBudgetStatus) vtv1alpha1.CapacityBudgetStatus {
 		c := s
 		c.Conditions = make([]metav1.Condition, len(s.Conditions))
@@ -133,9 +134,9 @@ func budgetStatusEqual(a, b vtv1alpha1.CapacityBudgetStatus) bool {
 	return apiequality.Semantic.DeepEqual(strip(a), strip(b))
 }
 
-// budgetEvents records what changed on the budget: it became exhausted or overcommitted, or
+// events records what changed on the budget: it became exhausted or overcommitted, or
 // it now asks a set to give up idle instances.
-func (b budgetReconciler) budgetEvents(cb *vtv1alpha1.CapacityBudget, st vtv1alpha1.CapacityBudgetStatus, a budget.Allocation) {
+func (b *Reconciler) events(cb *vtv1alpha1.CapacityBudget, st vtv1alpha1.CapacityBudgetStatus, a budget.Allocation) {
 	became := func(t string) *metav1.Condition {
 		now := apimeta.FindStatusCondition(st.Conditions, t)
 		old := apimeta.FindStatusCondition(cb.Status.Conditions, t)
@@ -145,10 +146,10 @@ func (b budgetReconciler) budgetEvents(cb *vtv1alpha1.CapacityBudget, st vtv1alp
 		return nil
 	}
 	if c := became(vtv1alpha1.ConditionBudgetExhausted); c != nil {
-		b.recorder.Eventf(cb, nil, corev1.EventTypeNormal, budgetEventExhausted, "Allocate", "%s", c.Message)
+		b.Recorder.Eventf(cb, nil, corev1.EventTypeNormal, eventExhausted, "Allocate", "%s", c.Message)
 	}
 	if c := became(vtv1alpha1.ConditionBudgetOvercommitted); c != nil {
-		b.recorder.Eventf(cb, nil, corev1.EventTypeWarning, budgetEventOvercommitted, "Allocate", "%s", c.Message)
+		b.Recorder.Eventf(cb, nil, corev1.EventTypeWarning, eventOvercommitted, "Allocate", "%s", c.Message)
 	}
 	before := map[string]int32{}
 	for _, s := range cb.Status.Sets {
@@ -161,7 +162,7 @@ func (b budgetReconciler) budgetEvents(cb *vtv1alpha1.CapacityBudget, st vtv1alp
 		if old, ok := before[g.Name]; ok && old <= st.Sets[i].Allowed {
 			continue // asked before
 		}
-		b.recorder.Eventf(cb, nil, corev1.EventTypeNormal, budgetEventReclaiming, "Allocate", "set %s gives up %d idle instances for waiting Leases (%s)", g.Name, g.Reclaim, shortListOfDemand(st))
+		b.Recorder.Eventf(cb, nil, corev1.EventTypeNormal, eventReclaiming, "Allocate", "set %s gives up %d idle instances for waiting Leases (%s)", g.Name, g.Reclaim, shortListOfDemand(st))
 	}
 }
 
@@ -177,4 +178,15 @@ func shortListOfDemand(st vtv1alpha1.CapacityBudgetStatus) string {
 		return "booked Leases due"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reservedRequests is what the set's live reservations say one instance requests (nil
+// without any).
+func reservedRequests(live []vtv1alpha1.BudgetReservation, set string) corev1.ResourceList {
+	for _, r := range live {
+		if r.Set == set && r.Resources != nil {
+			return r.Resources
+		}
+	}
+	return nil
 }
