@@ -258,8 +258,9 @@ func orDefault(s, def string) string {
 }
 
 // diagnose returns each instance's Problem (from its Pod and Exporter, else from its
-// external state ext), the pool's failures and the set's failure backoff.
-func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) health {
+// external state ext), the pool's failures and the set's failure backoff. caPEM is the CA
+// bundle the set's instances are configured with (nil when none was read yet).
+func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caPEM []byte) health {
 	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
 	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
 	if p.class != nil {
@@ -270,8 +271,8 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates) hea
 	}
 	// The CA is an input too: a person who fixes a bad bundle gets a fresh attempt at once,
 	// not after the backoff its failures built (a failing set reads it again within caTTL).
-	if e, ok := r.memory.ca.forSet(keyOf(p.set)); ok {
-		version += fmt.Sprintf("/ca:%x", sha256.Sum256(e.pem))
+	if caPEM != nil {
+		version += fmt.Sprintf("/ca:%x", sha256.Sum256(caPEM))
 	}
 	problems := pool.Problems{}
 	renew := r.renewals(p, obs) // the last enabled Exporter's failed check (quarantine_lastplace.go)

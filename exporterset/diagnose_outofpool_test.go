@@ -29,7 +29,7 @@ func TestRenewedThenQuarantinedHasNoProblem(t *testing.T) {
 		f.renewPod = i.Pods[0].UID // both renewed once; only b is still in the pool
 	}
 	p := &pass{set: set, now: fixture.Epoch.Add(time.Minute), events: &passEvents{}, requeue: &soonest{}}
-	h := r.diagnose(p, &observation{Instances: []*pool.Instance{in, other}}, externalStates{})
+	h := r.diagnose(p, &observation{Instances: []*pool.Instance{in, other}}, externalStates{}, nil)
 	if pr := h.problems.Of(in); pr != nil {
 		t.Errorf("the quarantined instance has a problem: %+v", pr)
 	}

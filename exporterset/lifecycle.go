@@ -188,6 +188,15 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) (ca []byte, problem 
 // within it (the reconciler also looks at every set again within resyncInterval).
 const caTTL = 30 * time.Second
 
+// knownCA is the CA bundle last read for the set, nil when none was read (non-nil and
+// empty when the read found none): read once per pass, an input of its diagnosis.
+func (r *Reconciler) knownCA(set string) []byte {
+	if e, ok := r.memory.ca.forSet(set); ok {
+		return append([]byte{}, e.pem...)
+	}
+	return nil
+}
+
 type caEntry struct {
 	source string // ConfigMap name/key
 	pem    []byte

@@ -215,7 +215,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		// set reads it (at most once per caTTL) so that a fixed bundle ends the backoff.
 		_, _, _ = r.caBundle(ctx, p)
 	}
-	res.health = r.diagnose(p, obs, res.external.states)
+	res.health = r.diagnose(p, obs, res.external.states, r.knownCA(keyOf(set)))
 	if res.health.backoff.Active(p.now) {
 		p.requeueIn(caTTL)
 	}

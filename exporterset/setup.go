@@ -166,7 +166,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.name).
 		// Its annotations carry the reuse policy (reusepolicy.go): their change is a change of spec.
 		For(&vtv1alpha1.ExporterSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(objects.ExporterChanged)).
+		Owns(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(objects.ExporterChanged())).
 		Watches(&jumpstarterv1alpha1.Exporter{}, r.hookSightings()). // quarantine_watch.go
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).

@@ -14,7 +14,9 @@ import (
 // ExporterChanged drops Exporter updates that change nothing a controller reads: the
 // Jumpstarter controller refreshes status.lastSeen of every online exporter all the time, and
 // a reconcile of the whole set per heartbeat would cost a pass per exporter per interval.
-var ExporterChanged predicate.Predicate = predicate.Funcs{
+func ExporterChanged() predicate.Predicate { return exporterChanged }
+
+var exporterChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*jumpstarterv1alpha1.Exporter)
 		n, ok2 := e.ObjectNew.(*jumpstarterv1alpha1.Exporter)

@@ -49,4 +49,4 @@ func (b *Reconciler) budgetsOfNamespace(ctx context.Context, o client.Object) []
 var exporterOfASet = predicate.And(predicate.NewPredicateFuncs(func(o client.Object) bool {
 	e, ok := o.(*jumpstarterv1alpha1.Exporter)
 	return ok && ledger.SetNameOf(e) != ""
-}), objects.ExporterChanged)
+}), objects.ExporterChanged())
