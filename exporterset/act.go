@@ -17,6 +17,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -244,7 +245,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		names := make([]string, batch)
 		for i := range names {
 			for {
-				names[i] = instanceName(p.set.Name, string(p.set.UID), seq)
+				names[i] = objects.InstanceName(p.set.Name, string(p.set.UID), seq)
 				seq++
 				if !taken[names[i]] {
 					break
@@ -338,7 +339,7 @@ func (r *Reconciler) newExporter(p *pass, name string, requests corev1.ResourceL
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       set.Namespace,
-			Labels:          instanceLabels(set, p.hash),
+			Labels:          objects.InstanceLabels(set, p.hash),
 			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set, vtv1alpha1.GroupVersion.WithKind("ExporterSet"))},
 		},

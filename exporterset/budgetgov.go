@@ -14,6 +14,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/budget"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 )
 
 // governance is what the CapacityBudgets selecting a set say to one of its passes.
@@ -108,7 +109,7 @@ func (r *Reconciler) instanceRequests(ctx context.Context, p *pass) (corev1.Reso
 	if !limited || p.prov == nil || p.req == nil {
 		return nil, nil
 	}
-	e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: p.set.Name + "-budget", Namespace: p.set.Namespace, Labels: instanceLabels(p.set, p.hash)}}
+	e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: p.set.Name + "-budget", Namespace: p.set.Namespace, Labels: objects.InstanceLabels(p.set, p.hash)}}
 	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
 	if err != nil {
 		return nil, fmt.Errorf("rendering an instance's Pod to count its requests against the CapacityBudget: %w", err)

@@ -49,7 +49,8 @@
 //     other controller.
 //   - exporterset/internal/ledger: a budget's count of what its sets hold and the
 //     reservation before a create, shared by the set and budget controllers.
-//   - exporterset/internal/objects: what the controllers share about the objects they watch.
+//   - exporterset/internal/objects: what the controllers share about the objects they watch:
+//     the Exporter-changed predicate, instance names and labels.
 //   - exporterset/internal/metrics: the Prometheus series and the lease SLO bookkeeping.
 //   - exporterset/internal/fixture: instances built in memory for the pure tests.
 //

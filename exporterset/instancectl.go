@@ -14,6 +14,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -44,7 +45,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 	key := keyOf(&set)
 	d, ok := r.memory.intents.forSet(key)
-	if !ok || set.DeletionTimestamp != nil || d.setUID != set.UID || d.generation != set.Generation || !isControlledBy(&e, set.UID) {
+	if !ok || set.DeletionTimestamp != nil || d.setUID != set.UID || d.generation != set.Generation || !objects.IsControlledBy(&e, set.UID) {
 		return reconcile.Result{}, nil // the set's next pass decides, and pokes its instances
 	}
 	if r.gate != nil && !r.gate(set.Namespace, d.class.Spec.Provisioner) {
@@ -105,7 +106,7 @@ func (r *Reconciler) observeInstance(ctx context.Context, in *pool.Instance) err
 	}
 	var s corev1.Secret
 	switch err := r.client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: ConfigSecretName(e.Name)}, &s); {
-	case err == nil && isControlledBy(&s, e.UID):
+	case err == nil && objects.IsControlledBy(&s, e.UID):
 		in.ConfigSecret = &s
 	case err != nil && !apierrors.IsNotFound(err):
 		return err

@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -123,7 +124,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 			continue
 		}
 		in := &pool.Instance{Exporter: e, Pods: podsByOwner[e.UID]}
-		if s := secretsByName[ConfigSecretName(e.Name)]; s != nil && isControlledBy(s, e.UID) {
+		if s := secretsByName[ConfigSecretName(e.Name)]; s != nil && objects.IsControlledBy(s, e.UID) {
 			in.ConfigSecret = s
 		}
 		if c := e.Status.Credential; c != nil && c.Name != "" {
@@ -141,7 +142,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		return nil, err
 	}
 
-	instanceLabels := labels.Set(instanceLabels(set, ""))
+	instanceLabels := labels.Set(objects.InstanceLabels(set, ""))
 	for i := range leases.Items {
 		l := &leases.Items[i]
 		obs.Leases = append(obs.Leases, l)
@@ -173,22 +174,4 @@ func waitingFor(l *jumpstarterv1alpha1.Lease, exporterLabels labels.Set) bool {
 		return false // an empty selector matches everything; it is nobody's demand in particular
 	}
 	return sel.Matches(exporterLabels)
-}
-
-func isControlledBy(obj metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == uid
-}
-
-// instanceLabels are the labels of the set's Exporters: the template's plus ours.
-func instanceLabels(set *vtv1alpha1.ExporterSet, specHash string) map[string]string {
-	out := make(map[string]string, len(set.Spec.Template.Metadata.Labels)+2)
-	for k, v := range set.Spec.Template.Metadata.Labels {
-		out[k] = v
-	}
-	out[pool.LabelSet] = set.Name
-	if specHash != "" {
-		out[pool.LabelSpecHash] = specHash
-	}
-	return out
 }

@@ -20,6 +20,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/metrics"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,7 +201,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	breaker, obs, qErr := r.quarantine(ctx, p, obs)
 	r.surfacePolicyProblems(p, policyProblems)
 
-	if res.blocked == nil && !p.selector.Matches(labels.Set(instanceLabels(set, ""))) {
+	if res.blocked == nil && !p.selector.Matches(labels.Set(objects.InstanceLabels(set, ""))) {
 		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
 	}
 	var reqErr error // reported after the status is computed: a failed request must not zero it

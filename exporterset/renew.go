@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -61,7 +62,7 @@ func (r *Reconciler) renew(ctx context.Context, p *pass, in *pool.Instance, outd
 		patched.Annotations = map[string]string{}
 	}
 	if outdated {
-		patched.Labels = instanceLabels(p.set, p.hash)
+		patched.Labels = objects.InstanceLabels(p.set, p.hash)
 		for k, v := range e.Labels {
 			if strings.HasPrefix(k, "jumpstarter.dev/") {
 				patched.Labels[k] = v

@@ -16,6 +16,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -105,7 +106,7 @@ func (r *Reconciler) remove(ctx context.Context, p *pass, in *pool.Instance) (go
 // gone is true once e no longer exists as the set's (see remove).
 func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Instance, e *jumpstarterv1alpha1.Exporter) (done, gone bool, err error) {
 	log := logf.FromContext(ctx)
-	if !isControlledBy(e, p.set.UID) {
+	if !objects.IsControlledBy(e, p.set.UID) {
 		return true, true, nil // released from the set already
 	}
 	if e.DeletionTimestamp != nil {
@@ -193,7 +194,7 @@ func (r *Reconciler) freshPod(ctx context.Context, e *jumpstarterv1alpha1.Export
 		return false, client.IgnoreNotFound(err)
 	}
 	done := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	return isControlledBy(&pod, e.UID) && pod.DeletionTimestamp == nil && !done, nil
+	return objects.IsControlledBy(&pod, e.UID) && pod.DeletionTimestamp == nil && !done, nil
 }
 
 // dropCleanedFinalizer drops FinalizerExternal from e, just deleted after its Cleanup, so

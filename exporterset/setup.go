@@ -210,7 +210,7 @@ func (r *Reconciler) setsOfLease(ctx context.Context, o client.Object) []reconci
 		return nil
 	}
 	return requestsFor(sets.Items, func(s *vtv1alpha1.ExporterSet) bool {
-		return sel.Matches(labels.Set(instanceLabels(s, "")))
+		return sel.Matches(labels.Set(objects.InstanceLabels(s, "")))
 	})
 }
 
