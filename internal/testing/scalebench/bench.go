@@ -271,8 +271,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				if err != nil {
 					return nil, fmt.Errorf("storm %s (repeat %d): %w", ctl, r, err)
 				}
-				b.logf("storm %-11s repeat %d: %d leases in %.2fs, lease wait p95 %.2fs, release->available p50 %.2fs p95 %.2fs p99 %.2fs", ctl, r, res.Storm.Leases, res.Storm.Seconds,
-					res.Storm.LeaseWaitP95, res.Storm.ReleaseP50, res.Storm.ReleaseP95, res.Storm.ReleaseP99)
+				b.logf("storm %-11s repeat %d: %d leases in %.2fs, %d refused, lease wait p95 %.2fs, release->available p50 %.2fs p95 %.2fs p99 %.2fs", ctl, r, res.Storm.Leases, res.Storm.Seconds,
+					res.Storm.Refused, res.Storm.LeaseWaitP95, res.Storm.ReleaseP50, res.Storm.ReleaseP95, res.Storm.ReleaseP99)
 				rep.Results = append(rep.Results, res)
 			}
 		}

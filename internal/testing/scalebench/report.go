@@ -142,6 +142,10 @@ func (r *Report) summarize(cfg Config) {
 			}
 			st.Seconds = scol(func(x *StormResult) float64 { return x.Seconds })
 			st.Created = int(scol(func(x *StormResult) float64 { return float64(x.Created) }))
+			st.Refused = 0
+			for _, x := range runs {
+				st.Refused += x.Storm.Refused // every refusal counts, not the median's
+			}
 			st.ReleaseP50 = scol(func(x *StormResult) float64 { return x.ReleaseP50 })
 			st.ReleaseP95 = scol(func(x *StormResult) float64 { return x.ReleaseP95 })
 			st.ReleaseP99 = scol(func(x *StormResult) float64 { return x.ReleaseP99 })
@@ -273,7 +277,7 @@ func (r *Report) writeRest(w io.Writer) {
 				s.Controller, st.Leases, st.Workers, st.Warm, st.Max, st.Seconds, st.Created, s.RequestsPerInst, s.ReconcilesPerInst, s.HeapMiB, s.RSSMiB)
 			fmt.Fprintf(w, "  release -> replacement available: p50 %.2f s, p95 %.2f s, p99 %.2f s (benchmark's view); controller histogram p50 %.2f s, p99 %.2f s (%g observations)\n",
 				st.ReleaseP50, st.ReleaseP95, st.ReleaseP99, st.ControllerP50, st.ControllerP99, st.ControllerCount)
-			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p95 %.2f s, p99 %.2f s\n", st.LeaseWaitP50, st.LeaseWaitP95, st.LeaseWaitP99)
+			fmt.Fprintf(w, "  lease create -> assigned: p50 %.2f s, p95 %.2f s, p99 %.2f s; refused (ended unassigned, all repeats): %d\n", st.LeaseWaitP50, st.LeaseWaitP95, st.LeaseWaitP99, st.Refused)
 		}
 	}
 	if mm := r.Memory; mm != nil && mm.With != nil && mm.Without != nil {

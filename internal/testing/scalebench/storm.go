@@ -2,6 +2,7 @@ package scalebench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -40,6 +41,10 @@ type StormResult struct {
 	LeaseWaitP50 float64 `json:"leaseWaitP50"`
 	LeaseWaitP95 float64 `json:"leaseWaitP95"`
 	LeaseWaitP99 float64 `json:"leaseWaitP99"`
+	// Refused is how many leases the core ended unassigned (Unsatisfiable: no enabled
+	// Exporter matched them when they were created); their clients took the next lease.
+	// Their waits are not in LeaseWait.
+	Refused int `json:"refused"`
 	// Max is the pool's maxReplicas (0: unbounded).
 	Max int `json:"max,omitempty"`
 	// ControllerP50/P99 estimate the same from the controller's histogram
@@ -165,6 +170,10 @@ func (b *Bench) runStorm(ctx context.Context, ctlName string, n int, ns string, 
 			}
 			select {
 			case err := <-assigned:
+				if errors.Is(err, errRefused) {
+					tr.refusal()
+					continue // the user's jmp got an error; the client takes the next lease
+				}
 				if err != nil {
 					return err
 				}
@@ -203,7 +212,7 @@ func (b *Bench) runStorm(ctx context.Context, ctlName string, n int, ns string, 
 	lat := tr.latencies()
 	st := &StormResult{
 		Leases: n, Workers: clients, Warm: stormWarm, Max: b.cfg.StormMax, Seconds: r.ReadySeconds,
-		Created:    tr.created(),
+		Created: tr.created(), Refused: tr.refusedCount(),
 		ReleaseP50: percentile(lat, 50), ReleaseP95: percentile(lat, 95), ReleaseP99: percentile(lat, 99),
 		LeaseWaitP50: percentile(tr.waits, 50), LeaseWaitP95: percentile(tr.waits, 95), LeaseWaitP99: percentile(tr.waits, 99),
 	}
@@ -218,6 +227,9 @@ func (b *Bench) runStorm(ctx context.Context, ctlName string, n int, ns string, 
 	return r, nil
 }
 
+// errRefused is a lease the core ended without assigning it.
+var errRefused = errors.New("ended unassigned")
+
 // stormTracker follows leases and exporters during the storm.
 type stormTracker struct {
 	mu        sync.Mutex
@@ -229,6 +241,19 @@ type stormTracker struct {
 	releases  []time.Time
 	fresh     []time.Time // first time a new exporter was available
 	waits     []time.Duration
+	refused   int
+}
+
+func (t *stormTracker) refusal() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refused++
+}
+
+func (t *stormTracker) refusedCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
 }
 
 func newStormTracker() *stormTracker {
@@ -255,7 +280,7 @@ func (t *stormTracker) leaseSeen(l *jumpstarterv1alpha1.Lease) {
 	case l.Status.ExporterRef != nil:
 		ch <- nil
 	case l.Status.Ended:
-		ch <- fmt.Errorf("lease %s ended unassigned", l.Name)
+		ch <- fmt.Errorf("lease %s: %w", l.Name, errRefused)
 	default:
 		return
 	}
