@@ -50,6 +50,11 @@ type budgetWatch struct {
 	// (the lowest over the budgets), for the roll floor: a set at its budget's allowed is at
 	// its ceiling (rollfloor.go).
 	allowed map[string][]maxChange
+	// ceilings is each governed set's ceiling as its controller derives it from a budget's
+	// status (exporterset's ceilingOf: allowed, plus one spare place when the set has all it
+	// wants and the budget is not full), for the refusal invariant: at 0 the set owes its
+	// Leases nothing (LeasesWait False, NoRoom).
+	ceilings map[string][]maxChange
 
 	exhausted, demandExhausted, reclaimAsks, reclaimRetired int
 }
@@ -78,7 +83,7 @@ type budgetGrowth struct {
 }
 
 func newBudgetWatch() *budgetWatch {
-	return &budgetWatch{setLabels: map[string]labels.Set{}, budgets: map[string]*watchedBudget{}, members: map[types.UID]budgetMember{}, allowed: map[string][]maxChange{}}
+	return &budgetWatch{setLabels: map[string]labels.Set{}, budgets: map[string]*watchedBudget{}, members: map[types.UID]budgetMember{}, allowed: map[string][]maxChange{}, ceilings: map[string][]maxChange{}}
 }
 
 // watchBudgets registers the budget watch's handlers on the checker's informers.
@@ -173,15 +178,39 @@ func (w *budgetWatch) budgetEvent(obj any) {
 	wb.asking = asking
 	now := time.Now()
 	for _, s := range b.Status.Sets {
-		h := w.allowed[s.Name]
-		if n := len(h); n == 0 || h[n-1].max != int64(s.Allowed) {
-			h = append(h, maxChange{at: now, max: int64(s.Allowed)})
+		w.allowed[s.Name] = appendChange(w.allowed[s.Name], now, int64(s.Allowed))
+		c := int64(s.Allowed)
+		if s.Allowed >= s.Wanted && b.Status.Used.Instances < b.Spec.Limits.Instances {
+			c++
 		}
-		for len(h) > 1 && now.Sub(h[1].at) > time.Minute {
-			h = h[1:]
-		}
-		w.allowed[s.Name] = h
+		w.ceilings[s.Name] = appendChange(w.ceilings[s.Name], now, c)
 	}
+}
+
+// historyOf formats set's values in h (allowed or ceilings) over the last minute, "none" for
+// a set no budget allocated for.
+func (w *budgetWatch) historyOf(h map[string][]maxChange, set string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, c := range h[set] {
+		out = append(out, fmt.Sprintf("%d at %s", c.max, c.at.Format("15:04:05.000")))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// appendChange records v at now when it differs from the last value, keeping a minute.
+func appendChange(h []maxChange, now time.Time, v int64) []maxChange {
+	if n := len(h); n == 0 || h[n-1].max != v {
+		h = append(h, maxChange{at: now, max: v})
+	}
+	for len(h) > 1 && now.Sub(h[1].at) > time.Minute {
+		h = h[1:]
+	}
+	return h
 }
 
 // lowestAllowedSince is the lowest allowed a budget's status gave set from since on (the

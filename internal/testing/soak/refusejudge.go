@@ -51,10 +51,10 @@ func (c *Checker) judgeRefusal(r refusal, exporters []jumpstarterv1alpha1.Export
 		}
 	}
 	sort.Strings(names)
-	type verdict struct{ set, excuse string }
+	type verdict struct{ set, excuse, seen string }
 	var verdicts []verdict
 	for _, name := range names {
-		verdicts = append(verdicts, verdict{name, c.refusalExcuseLocked(name, w.sets[name], r.at, exporters)})
+		verdicts = append(verdicts, verdict{name, c.refusalExcuseLocked(name, w.sets[name], r.at, exporters), seenOf(w.sets[name], exporters)})
 	}
 	w.judged++
 	if len(names) == 0 {
@@ -68,8 +68,8 @@ func (c *Checker) judgeRefusal(r refusal, exporters []jumpstarterv1alpha1.Export
 	var excuses []string
 	for _, v := range verdicts {
 		if v.excuse == "" {
-			c.Report(InvLeaseRefused, r.lease, "lease %s ended Unsatisfiable %s (%q) while set %s, whose instances its selector %s matches, had room: not being deleted, its class usable, no budget or hand-disabled instances holding it at 0, and the soak had not just changed it",
-				r.lease, r.reason, r.message, v.set, r.selector)
+			c.Report(InvLeaseRefused, r.lease, "lease %s ended Unsatisfiable %s (%q) while set %s, whose instances its selector %s matches, had room: not being deleted, its class usable, no budget or hand-disabled instances holding it at 0, and the soak had not just changed it (at the judgement, %s; over the last minute its budget's allowed: %s; the ceiling the controller derives from it: %s)",
+				r.lease, r.reason, r.message, v.set, r.selector, v.seen, c.bw.historyOf(c.bw.allowed, v.set), c.bw.historyOf(c.bw.ceilings, v.set))
 			return
 		}
 		excuses = append(excuses, v.set+": "+v.excuse)
@@ -78,6 +78,30 @@ func (c *Checker) judgeRefusal(r refusal, exporters []jumpstarterv1alpha1.Export
 	w.excused++
 	w.mu.Unlock()
 	c.history.Record(KindNote, "checker: lease %s refused (%s), excused: %s", r.lease, r.reason, strings.Join(excuses, "; "))
+}
+
+// seenOf lists the set's Exporters as the judgement sees them, for a violation's message:
+// what a person needs to tell why none was enabled when the Lease came.
+func seenOf(rs *refuseSet, exporters []jumpstarterv1alpha1.Exporter) string {
+	var out []string
+	for i := range exporters {
+		e := &exporters[i]
+		if uid, ok := controllerUID(e, "ExporterSet"); !ok || uid != rs.uid {
+			continue
+		}
+		state := "enabled"
+		if !e.IsEnabled() {
+			state = "disabled"
+		}
+		if e.DeletionTimestamp != nil {
+			state += ", being deleted"
+		}
+		out = append(out, fmt.Sprintf("%s (%s, created %s)", e.Name, state, e.CreationTimestamp.Format("15:04:05")))
+	}
+	if len(out) == 0 {
+		return "no Exporter of the set"
+	}
+	return "its Exporters " + strings.Join(out, "; ")
 }
 
 // refusalExcuseLocked says why set (as rs) could not serve a lease refused at at, or "" when
@@ -163,6 +187,11 @@ func (w *budgetWatch) refuses(set string, since time.Time) string {
 				return fmt.Sprintf("CapacityBudget %s is full and has not allotted it an instance", name)
 			}
 		}
+	}
+	// Allowed 0 while the set wants more (another set's floor took every place, full or
+	// not yet): its controller's ceiling is 0, and it owes its Leases no Exporter.
+	if low, ok := lowestSince(w.ceilings[set], since); ok && low == 0 {
+		return "a CapacityBudget's status gave it a ceiling of 0 (allowed 0, below what it wants)"
 	}
 	return ""
 }

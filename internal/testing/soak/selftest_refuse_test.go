@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	expool "github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 )
@@ -122,5 +123,37 @@ func TestCheckerExcusesLeaseRefusedWithoutRoom(t *testing.T) {
 	judged, noPool, excused := b.checker.RefuseStats()
 	if judged != 5 || noPool != 1 || excused != 4 {
 		t.Errorf("refusals judged %d (no pool %d, excused %d), want 5 (1, 4); history:\n%s", judged, noPool, excused, b.history.Tail(50))
+	}
+}
+
+// A budget whose status allows a set 0 while the set wants more gives it a ceiling of 0,
+// full or not (another set's floor took every place): the refusal is excused. Allowed 0
+// while the set wants nothing is not: the budget, not full, leaves the set its spare place,
+// and the set owes its Leases a standby.
+func TestCheckerExcusesLeaseRefusedAtABudgetCeilingOfZero(t *testing.T) {
+	b := newBench(t)
+	sim := b.startSim()
+
+	cb := newBudget(b.ns, 2)
+	b.create(cb)
+	b.budgetedSet("short", 1, 3)
+	b.budgetedSet("spare", 0, 3)
+	cb.Status.Used.Instances = 1 // not full
+	cb.Status.Sets = []vtv1alpha1.BudgetSetStatus{{Name: "short", Wanted: 1, Allowed: 0}, {Name: "spare", Wanted: 0, Allowed: 0}}
+	if err := b.c.Status().Update(b.ctx, cb); err != nil {
+		t.Fatal(err)
+	}
+	b.pastGrace()
+	b.refusedLease(sim, "lease-short", "short", jumpsim.ReasonNoAccess)
+	b.refusedLease(sim, "lease-spare", "spare", jumpsim.ReasonNoAccess)
+
+	b.expect(InvLeaseRefused, "lease-spare")
+	b.expectNone(InvLeaseRefused, "lease-short")
+	found := false
+	for _, e := range b.history.Entries() {
+		found = found || strings.Contains(e.Text, "lease lease-short ") && strings.Contains(e.Text, "gave it a ceiling of 0")
+	}
+	if !found {
+		t.Errorf("no note that lease-short was excused for its budget's ceiling of 0; history:\n%s", b.history.Tail(50))
 	}
 }
