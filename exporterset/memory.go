@@ -211,6 +211,7 @@ type sweeper interface {
 // pass and the instance reconciler share.
 type memory struct {
 	clock atomic.Uint64
+	memos []sweeper // every memo below, enlisted as it is made (register)
 
 	describes  *memo[describeEntry]   // per set: its provisioner's Description
 	validated  *memo[validationEntry] // per set: the last Validate verdict
@@ -238,22 +239,37 @@ type memory struct {
 
 func newMemory() *memory {
 	m := &memory{}
-	m.describes, m.validated, m.ca = newMemo[describeEntry](&m.clock), newMemo[validationEntry](&m.clock), newMemo[caEntry](&m.clock)
-	m.own, m.intents, m.instanceEv = newMemo[ownWrite](&m.clock), newMemo[*setIntents](&m.clock), newMemo[*passEvents](&m.clock)
-	m.poked, m.results = newMemo[pokeKey](&m.clock), newMemo[configureResult](&m.clock)
-	m.drivers, m.configs, m.started = newMemo[driversEntry](&m.clock), newMemo[configEntry](&m.clock), newMemo[startedPod](&m.clock)
-	m.credentials, m.inventory = newMemo[credentialsEntry](&m.clock), newMemo[time.Time](&m.clock)
-	m.startup = newMemo[startupMemory](&m.clock)
-	m.expectations, m.failures, m.instFailures = newMemo[*setExpectations](&m.clock), newMemo[*setFailures](&m.clock), newMemo[*instanceFailures](&m.clock)
-	m.pruned, m.metrics = newMemo[prunedFields](&m.clock), newMemo[*metrics.Set](&m.clock)
-	m.sightings = newMemo[hookSighting](&m.clock)
+	register(m, &m.describes)
+	register(m, &m.validated)
+	register(m, &m.ca)
+	register(m, &m.own)
+	register(m, &m.intents)
+	register(m, &m.instanceEv)
+	register(m, &m.poked)
+	register(m, &m.results)
+	register(m, &m.drivers)
+	register(m, &m.configs)
+	register(m, &m.started)
+	register(m, &m.credentials)
+	register(m, &m.inventory)
+	register(m, &m.startup)
+	register(m, &m.expectations)
+	register(m, &m.failures)
+	register(m, &m.instFailures)
+	register(m, &m.pruned)
+	register(m, &m.metrics)
+	register(m, &m.sightings)
 	return m
 }
 
-func (m *memory) all() []sweeper {
-	return []sweeper{m.describes, m.validated, m.ca, m.own, m.intents, m.instanceEv, m.poked, m.results, m.drivers, m.configs, m.started, m.credentials, m.inventory, m.startup,
-		m.expectations, m.failures, m.instFailures, m.pruned, m.metrics, m.sightings}
+// register makes the memo *field of m and enlists it for forget, sweep and size: a memo is
+// made nowhere else, so none can be left out of the rule.
+func register[V any](m *memory, field **memo[V]) {
+	*field = newMemo[V](&m.clock)
+	m.memos = append(m.memos, *field)
 }
+
+func (m *memory) all() []sweeper { return m.memos }
 
 // mark is taken when a pass begins; sweep keeps what was written after it.
 func (m *memory) mark() uint64 { return m.clock.Load() }
