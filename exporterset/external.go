@@ -44,7 +44,7 @@ const FinalizerExternal = "virtualtarget.jumpstarter.dev/external-cleanup"
 const AnnotationClass = "virtualtarget.jumpstarter.dev/class"
 
 // DefaultInventoryInterval is how often, at most, a set's external inventory is swept
-// (WithInventoryInterval).
+// (WithTuning).
 const DefaultInventoryInterval = time.Minute
 
 // externalOf returns p's external capability, nil when it has none.

@@ -26,6 +26,7 @@ import (
 	"github.com/exporterset/exporterset/internal/testing/fakeprov"
 	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 	"github.com/exporterset/exporterset/internal/testing/testenv"
+	"github.com/exporterset/exporterset/internal/tuning"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -106,7 +107,7 @@ func (w *world) controllerServing(cfg *rest.Config, registry *provisioner.Regist
 		w.t.Fatal(err)
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry,
-		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second), exporterset.WithCapacityBudgets()}, opts...)...)
+		append([]exporterset.Option{exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithTuning(tuning.Knobs{RetryInterval: time.Second}), exporterset.WithCapacityBudgets()}, opts...)...)
 	if err := r.SetupWithManager(mgr); err != nil {
 		w.t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/exportercfg"
+	"github.com/exporterset/exporterset/internal/tuning"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -109,7 +110,7 @@ func TestFixedCAEndsTheBackoff(t *testing.T) {
 	good := ca.Data[exporterset.DefaultCAKey]
 	w.edit(&ca, func() { ca.Data[exporterset.DefaultCAKey] = "not a certificate" })
 	w.class("fake")
-	w.controller(env.Config, exporterset.WithFailureBackoff(3*time.Minute, 3*time.Minute))
+	w.controller(env.Config, exporterset.WithTuning(tuning.Knobs{BackoffBase: 3 * time.Minute, BackoffLimit: 3 * time.Minute}))
 	w.set("pool", 0, 2, 1)
 	// The failed instance is the set's only enabled Exporter: it stays (Leases wait on it)
 	// until the backoff lets its replacement be created.

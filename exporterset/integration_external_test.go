@@ -12,6 +12,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/testing/fakeprov"
+	"github.com/exporterset/exporterset/internal/tuning"
 )
 
 // After an outage of the external pool's remote end, the set is looked at again within its
@@ -25,7 +26,7 @@ func TestRemoteOutageEndsWithinThePollInterval(t *testing.T) {
 	w.ext = fakeprov.NewExternal(w.fake)
 	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
 	// A short inventory interval: the sweep, a remote call too, runs during the outage.
-	w.controller(env.Config, exporterset.WithInventoryInterval(time.Second))
+	w.controller(env.Config, exporterset.WithTuning(tuning.Knobs{InventoryInterval: time.Second}))
 	w.set("ext", 2, 2, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
 	w.waitHealthy("ext", 2, 60*time.Second)
 

@@ -19,6 +19,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/testing/jumpsim"
+	"github.com/exporterset/exporterset/internal/tuning"
 )
 
 // Failure tests: each kubelet or scheduler failure the simulator can produce, against a real
@@ -162,7 +163,7 @@ func TestUnschedulable(t *testing.T) {
 func TestNotRegistering(t *testing.T) {
 	w := newWorld(t, fastFailures()...)
 	w.class("fake")
-	w.controller(env.Config, exporterset.WithRegistrationGrace(time.Second))
+	w.controller(env.Config, exporterset.WithTuning(tuning.Knobs{RegistrationGrace: time.Second}))
 	w.set("pool", 0, 4, 1)
 	w.waitHealthy("pool", 1, 30*time.Second)
 	name := w.exporters("pool")[0].Name

@@ -16,6 +16,7 @@ import (
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/internal/tuning"
 )
 
 // hookFailedMsg is upstream's message for an afterLease hook that exited 1 under onFailure
@@ -202,7 +203,7 @@ func TestQuarantineCircuitBreaker(t *testing.T) {
 	w := newWorld(t)
 	// Every instance's hook fails, but for the lease "good" (the passing check at the end).
 	w.hookClass(`test "$LEASE_NAME" = good`, "endLease")
-	w.controller(env.Config, exporterset.WithFailureBackoff(20*time.Second, time.Minute))
+	w.controller(env.Config, exporterset.WithTuning(tuning.Knobs{BackoffBase: 20 * time.Second, BackoffLimit: time.Minute}))
 	ceiling := w.watchCeiling("pool", 4)
 	w.set("pool", 0, 4, 1, reuseSet(""))
 	w.waitStatus("pool", 30*time.Second, "1 available", func(s vtv1alpha1.ExporterSetStatus) bool { return s.AvailableReplicas == 1 })

@@ -1,8 +1,7 @@
 package exporterset
 
 import (
-	"time"
-
+	"github.com/exporterset/exporterset/internal/tuning"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/events"
 )
@@ -34,22 +33,21 @@ func WithMaxConcurrentReconciles(n int) Option {
 	}
 }
 
-// WithRetryInterval sets how soon a set waiting on something that is not watched (a CA
-// ConfigMap, a credential) is looked at again (default 10s).
-func WithRetryInterval(d time.Duration) Option {
+// WithTuning sets the reconciler's timings (internal/tuning): for this module's tests and
+// test machinery only, which shorten them; an embedder gets the defaults.
+func WithTuning(k tuning.Knobs) Option {
 	return func(r *Reconciler) {
-		if d > 0 {
-			r.retryInterval = d
+		if k.RetryInterval > 0 {
+			r.retryInterval = k.RetryInterval
 		}
-	}
-}
-
-// WithInventoryInterval sets how often a set of an external provisioner has its remote
-// inventory swept for orphans (default 1m).
-func WithInventoryInterval(d time.Duration) Option {
-	return func(r *Reconciler) {
-		if d > 0 {
-			r.inventoryInterval = d
+		if k.InventoryInterval > 0 {
+			r.inventoryInterval = k.InventoryInterval
+		}
+		if k.BackoffBase > 0 && k.BackoffLimit >= k.BackoffBase {
+			r.backoffBase, r.backoffCap = k.BackoffBase, k.BackoffLimit
+		}
+		if k.RegistrationGrace > 0 {
+			r.registrationGrace = k.RegistrationGrace
 		}
 	}
 }
@@ -57,26 +55,6 @@ func WithInventoryInterval(d time.Duration) Option {
 // WithCapacityBudgets makes the reconciler honour CapacityBudgets: SetupWithManager adds
 // the budget controller (internal/controllers/capacitybudget), and a governed set reserves
 // its creates in its budgets (internal/ledger) and takes their ceiling. Use it only where the
-// CapacityBudget CRD is installed and the controller may read it and write its status: its informer cannot
-// start otherwise.
+// CapacityBudget CRD is installed and the controller may read it and write its status: its
+// informer cannot start otherwise.
 func WithCapacityBudgets() Option { return func(r *Reconciler) { r.budgets = true } }
-
-// WithFailureBackoff sets the failure backoff: after n consecutive instance failures, new
-// instances and Pods wait base * 2^(n-1), at most limit (defaults 2s and 5m).
-func WithFailureBackoff(base, limit time.Duration) Option {
-	return func(r *Reconciler) {
-		if base > 0 && limit >= base {
-			r.backoffBase, r.backoffCap = base, limit
-		}
-	}
-}
-
-// WithRegistrationGrace sets how long an instance's Pod may run before an exporter that has
-// not registered is reported NotRegistering (default 1m).
-func WithRegistrationGrace(d time.Duration) Option {
-	return func(r *Reconciler) {
-		if d > 0 {
-			r.registrationGrace = d
-		}
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 	"github.com/exporterset/exporterset/internal/testing/virtsim"
+	"github.com/exporterset/exporterset/internal/tuning"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -100,7 +101,7 @@ func (p *pool) controller(prov provisioner.Provisioner) {
 		p.t.Fatal(err)
 	}
 	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), reg,
-		exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithRetryInterval(time.Second), exporterset.WithInventoryInterval(time.Second), exporterset.WithFailureBackoff(time.Second, 2*time.Second))
+		exporterset.WithRecorder(mgr.GetEventRecorder("exporterset")), exporterset.WithTuning(tuning.Knobs{RetryInterval: time.Second, InventoryInterval: time.Second, BackoffBase: time.Second, BackoffLimit: 2 * time.Second}))
 	if err := r.SetupWithManager(mgr); err != nil {
 		p.t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/internal/tuning"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -74,12 +75,14 @@ func (c *controller) start(ctx context.Context) error {
 		return fmt.Errorf("soak: creating manager: %w", err)
 	}
 	r := exporterset.NewReconciler(c.faults.Client(mgr.GetClient()), c.faults.Reader(mgr.GetAPIReader()), c.registry,
-		exporterset.WithRetryInterval(time.Second),
-		exporterset.WithFailureBackoff(soakBackoffBase, soakBackoffCap),
-		// Short, so that the not-registering fault shows as NotRegistering within a walk.
-		exporterset.WithRegistrationGrace(registrationGrace),
-		// Resources left behind on the external pool's remote side are swept within seconds.
-		exporterset.WithInventoryInterval(inventoryInterval),
+		exporterset.WithTuning(tuning.Knobs{
+			RetryInterval: time.Second,
+			BackoffBase:   soakBackoffBase, BackoffLimit: soakBackoffCap,
+			// Short, so that the not-registering fault shows as NotRegistering within a walk.
+			RegistrationGrace: registrationGrace,
+			// Resources left behind on the external pool's remote side are swept within seconds.
+			InventoryInterval: inventoryInterval,
+		}),
 		// The soak's CapacityBudget governs three of its sets (budget.go); the CRD is installed.
 		exporterset.WithCapacityBudgets())
 	if err := r.SetupWithManager(mgr); err != nil {
