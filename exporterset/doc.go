@@ -106,7 +106,8 @@
 //
 // A third controller (internal/controllers/capacitybudget), keyed by CapacityBudget,
 // observes the sets a budget selects (by their labels) as their own passes do, computes the
-// allocation (package budget) and writes the budget's status: usage, each set's counts and Allowed, and the conditions.
+// allocation (package budget) and writes the budget's status: usage, each set's counts and
+// Allowed, and the conditions.
 // A governed set's pass reads Allowed as a second ceiling (pool.PlanInput.BudgetCeiling,
 // budgetgov.go) and, before each batch of creates, reserves the places in the budget's
 // status (internal/ledger): it counts the governed Exporters with an uncached List plus the

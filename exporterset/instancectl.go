@@ -13,7 +13,6 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -35,7 +34,7 @@ func (ir instanceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	in := &pool.Instance{Exporter: &e}
-	setName := ledger.SetOwnerOf(&e)
+	setName := objects.SetOwnerOf(&e)
 	if setName == "" || in.Foreign() || outOfPool(in) || !in.Credentialed() {
 		return reconcile.Result{}, nil // a retiring or quarantined instance keeps what it has until removed
 	}

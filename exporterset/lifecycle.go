@@ -189,12 +189,17 @@ func (r *Reconciler) caBundle(ctx context.Context, p *pass) (ca []byte, problem 
 const caTTL = 30 * time.Second
 
 // knownCA is the CA bundle last read for the set, nil when none was read (non-nil and
-// empty when the read found none): read once per pass, an input of its diagnosis.
+// empty when the read found none): read once per pass, an input of its diagnosis. The
+// memo's bundle is never modified, so it is returned as it is.
 func (r *Reconciler) knownCA(set string) []byte {
-	if e, ok := r.memory.ca.forSet(set); ok {
-		return append([]byte{}, e.pem...)
+	e, ok := r.memory.ca.forSet(set)
+	switch {
+	case !ok:
+		return nil
+	case e.pem == nil:
+		return []byte{}
 	}
-	return nil
+	return e.pem
 }
 
 type caEntry struct {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -33,7 +33,7 @@ func (r *Reconciler) hookSightings() handler.EventHandler {
 			return
 		}
 		in := &pool.Instance{Exporter: e}
-		set := ledger.SetOwnerOf(e)
+		set := objects.SetOwnerOf(e)
 		if set == "" || !in.HookFailed() || in.Quarantined() || in.Deleting() {
 			return
 		}

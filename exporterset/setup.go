@@ -21,7 +21,6 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -59,7 +58,7 @@ func setOf(o client.Object) []string {
 	if label != "" {
 		out = append(out, label)
 	}
-	if owner := ledger.SetOwnerOf(o); owner != "" && owner != label {
+	if owner := objects.SetOwnerOf(o); owner != "" && owner != label {
 		out = append(out, owner)
 	}
 	return out

@@ -12,14 +12,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/budget"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // AnnotationRequests is written on each Exporter a budgeted set creates: its instance's Pod
@@ -46,22 +47,13 @@ func RequestsOf(e *jumpstarterv1alpha1.Exporter) corev1.ResourceList {
 	return rl
 }
 
-// SetOwnerOf is the name of the ExporterSet controlling o, if any.
-func SetOwnerOf(o client.Object) string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "ExporterSet" || ref.APIVersion != vtv1alpha1.GroupVersion.String() {
-		return ""
-	}
-	return ref.Name
-}
-
 // SetNameOf is the set an Exporter belongs to: our label, else its controlling set (a pool
 // upstream's controller built).
 func SetNameOf(e *jumpstarterv1alpha1.Exporter) string {
 	if s := e.Labels[pool.LabelSet]; s != "" {
 		return s
 	}
-	return SetOwnerOf(e)
+	return objects.SetOwnerOf(e)
 }
 
 // Usage is what a budget's governed sets hold: each existing Exporter of a governed set,

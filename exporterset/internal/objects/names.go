@@ -48,6 +48,15 @@ func InstanceLabels(set *vtv1alpha1.ExporterSet, specHash string) map[string]str
 	return out
 }
 
+// SetOwnerOf is the name of the ExporterSet controlling o, if any.
+func SetOwnerOf(o metav1.Object) string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "ExporterSet" || ref.APIVersion != vtv1alpha1.GroupVersion.String() {
+		return ""
+	}
+	return ref.Name
+}
+
 // IsControlledBy reports whether obj's controller is the object with uid.
 func IsControlledBy(obj metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOf(obj)
