@@ -15,6 +15,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset/budget"
 	"github.com/exporterset/exporterset/exporterset/internal/controllers/capacitybudget"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // AnnotationRequests is written on each Exporter a budgeted set creates: its instance's Pod
@@ -50,7 +51,7 @@ func (r *Reconciler) budgetSet(ctx context.Context, set *vtv1alpha1.ExporterSet,
 	if err != nil {
 		sel = labels.Everything() // the set is blocked; its Exporters still count
 	}
-	obs, err := r.observe(ctx, set, sel)
+	obs, err := r.observe(ctx, set, sel, nil)
 	if err != nil {
 		return budget.Set{}, err
 	}
@@ -92,7 +93,7 @@ func budgetSetOf(set *vtv1alpha1.ExporterSet, obs *observation, lead time.Durati
 			s.BookedDue++
 		}
 	}
-	s.Wanted = budget.WantedOf(s.Min, s.Max, set.Spec.MinAvailableReplicas, s.Leased, s.Waiting, s.BookedDue)
+	s.Wanted = budget.WantedOf(s.Min, s.Max, pool.Buffer(set.Spec.MinAvailableReplicas, set.Status.HardwareAvailableReplicas), s.Leased, s.Waiting, s.BookedDue)
 	return s
 }
 

@@ -117,6 +117,8 @@ func maxReplicasNote(spec vtv1alpha1.ExporterSetSpec) string {
 func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding vtv1alpha1.BindingMode, now time.Time, res passResult) metav1.Condition {
 	c, fs, bo, act := res.counts, res.health.failures, res.health.backoff, res.act
 	failing := res.health.failing(now) || res.external.holds()
+	// Free boards hold part of the buffer (hardware.go): the set's own instances the rest.
+	buffer, boards := pool.Buffer(spec.MinAvailableReplicas, c.HardwareAvailableReplicas), boardsNote(res.boards, spec.MinAvailableReplicas)
 	why := func() (vtv1alpha1.ConditionReason, string) { // the most specific cause of False
 		switch {
 		case res.external.unreachable != nil:
@@ -136,7 +138,7 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 		case fs.Serving < int(spec.MinReplicas):
 			return vtv1alpha1.ReasonFloorNotMet, fmt.Sprintf("%d ready instances, minReplicas %d", fs.Serving, spec.MinReplicas)
 		}
-		return vtv1alpha1.ReasonWarmBufferNotMet, fmt.Sprintf("%d available, warm buffer %d", c.AvailableReplicas, spec.MinAvailableReplicas)
+		return vtv1alpha1.ReasonWarmBufferNotMet, fmt.Sprintf("%d available, warm buffer %d%s", c.AvailableReplicas, spec.MinAvailableReplicas, boards)
 	}
 	switch {
 	case res.blocked != nil:
@@ -146,11 +148,11 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 			reason, msg := why()
 			return cond(vtv1alpha1.ConditionAvailable, false, reason, "%s", msg)
 		}
-		return cond(vtv1alpha1.ConditionAvailable, c.Replicas-c.LeasedReplicas >= spec.MinAvailableReplicas, vtv1alpha1.ReasonWaitForFirstConsumer,
-			"%d instances wait for their first lease; Pods start when a lease waits", c.Replicas-c.LeasedReplicas)
-	case c.AvailableReplicas >= spec.MinAvailableReplicas && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing) && !res.external.holds():
+		return cond(vtv1alpha1.ConditionAvailable, c.Replicas-c.LeasedReplicas >= buffer, vtv1alpha1.ReasonWaitForFirstConsumer,
+			"%d instances wait for their first lease; Pods start when a lease waits%s", c.Replicas-c.LeasedReplicas, boards)
+	case c.AvailableReplicas >= buffer && fs.Serving >= int(spec.MinReplicas) && !(c.AvailableReplicas == 0 && failing) && !res.external.holds():
 		return cond(vtv1alpha1.ConditionAvailable, true, vtv1alpha1.ReasonWarmBufferMet,
-			"%d available, warm buffer %d; %d ready, floor %d%s", c.AvailableReplicas, spec.MinAvailableReplicas, fs.Serving, spec.MinReplicas, restingSuffix(c.RestingReplicas))
+			"%d available, warm buffer %d; %d ready, floor %d%s%s", c.AvailableReplicas, spec.MinAvailableReplicas, fs.Serving, spec.MinReplicas, restingSuffix(c.RestingReplicas), boards)
 	}
 	reason, msg := why()
 	return cond(vtv1alpha1.ConditionAvailable, false, reason, "%s", msg)

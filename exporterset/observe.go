@@ -33,6 +33,9 @@ type observation struct {
 	Leases []*jumpstarterv1alpha1.Lease
 	// Bookings are Leases booked ahead for the set's instances, sorted by begin time.
 	Bookings []pool.Booking
+	// Boards are the free physical boards the set's hardware selector names, sorted
+	// (hardware.go); none without one.
+	Boards []string
 }
 
 // replacing is a copy of o whose instances and strays named in by are replaced by
@@ -74,7 +77,7 @@ func (o *observation) uids() map[types.UID]bool {
 // The objects are the cache's own, not copies: copying every Pod, Secret and Exporter of a
 // large pool on every pass was a fifth of the controller's CPU. Nothing may modify them;
 // writes start from a DeepCopy, and provisioners get copies.
-func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector labels.Selector) (*observation, error) {
+func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, selector, hardware labels.Selector) (*observation, error) {
 	ns := client.InNamespace(set.Namespace)
 	var mine client.ListOption = client.MatchingLabels{pool.LabelSet: set.Name}
 	// Without the index every Exporter of the namespace is read: upstream-made instances
@@ -153,7 +156,9 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 		}
 	}
 	pool.SortBookings(obs.Bookings)
-	return obs, nil
+	var err error
+	obs.Boards, err = r.observeBoards(ctx, set, hardware)
+	return obs, err
 }
 
 // waitingFor reports whether lease waits for an exporter (not ended, not assigned, Pending)

@@ -129,6 +129,7 @@ type passResult struct {
 	external externalResult // external provisioners only
 	reuse    reuseResult    // the quarantine (quarantine_status.go)
 	gov      governance     // the budgets selecting the set
+	boards   []string       // the free boards counted toward the buffer (hardware.go)
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

@@ -71,5 +71,6 @@ func (p prunedStatus) unchangedAsStored(set *vtv1alpha1.ExporterSet, a, b vtv1al
 // withoutNewFields is st without the fields upstream's status schema lacks.
 func withoutNewFields(st vtv1alpha1.ExporterSetStatus) vtv1alpha1.ExporterSetStatus {
 	st.SurplusSince, st.InstanceSequence, st.ObservedGeneration, st.FailingReplicas = nil, 0, 0, 0
+	st.RestingReplicas, st.HardwareAvailableReplicas = 0, 0
 	return st
 }

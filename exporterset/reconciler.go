@@ -191,8 +191,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	var policyProblems []policyProblem
 	p.policy, policyProblems = reusePolicyOf(set, p.class)
 
+	hardware, hwBlocker := hardwareSelectorOf(set, p.class)
 	mark := r.memory.mark()
-	obs, err := r.observe(ctx, set, p.selector)
+	obs, err := r.observe(ctx, set, p.selector, hardware)
 	if err != nil {
 		return res, true, err // a partial view must not become status
 	}
@@ -203,6 +204,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 
 	if res.blocked == nil && !p.selector.Matches(labels.Set(objects.InstanceLabels(set, ""))) {
 		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
+	}
+	if res.blocked == nil {
+		res.blocked = hwBlocker
 	}
 	var reqErr error // reported after the status is computed: a failed request must not zero it
 	if res.blocked == nil {
@@ -221,6 +225,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		p.requeueIn(caTTL)
 	}
 	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
+	res.counts.HardwareAvailableReplicas = int32(len(obs.Boards))
+	res.boards = obs.Boards
 	ms := r.metricsOf(keyOf(set))
 	r.metrics.ObserveStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
 	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)
@@ -322,6 +328,7 @@ func planInput(p *pass, obs *observation, h health, expected int32, lead time.Du
 		Expected:             expected,
 		Others:               int32(len(obs.Strays)),
 		Demand:               int32(len(obs.WaitingLeases)),
+		FreeBoards:           int32(len(obs.Boards)),
 		Bookings:             obs.Bookings,
 		Now:                  p.now,
 		MaxUseCount:          p.policy.maxUseCount,

@@ -175,6 +175,13 @@ type ExporterSetStatus struct {
 	// +optional
 	RestingReplicas int32 `json:"restingReplicas"`
 
+	// HardwareAvailableReplicas is the number of free physical boards counted toward the warm
+	// buffer: Exporters no pool owns that the hardware-selector annotation names and that are
+	// enabled, Online, Registered and unleased. The set's own instances hold only the rest of
+	// minAvailableReplicas (docs/hardware-first.md). 0 without the annotation.
+	// +optional
+	HardwareAvailableReplicas int32 `json:"hardwareAvailableReplicas"`
+
 	// Selector is the serialized label selector for HPA compatibility.
 	// +optional
 	Selector string `json:"selector,omitempty"`
@@ -217,6 +224,7 @@ type ExporterSetStatus struct {
 // +kubebuilder:printcolumn:name="Unavailable",type=integer,JSONPath=`.status.unavailableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Leased",type=integer,JSONPath=`.status.leasedReplicas`
 // +kubebuilder:printcolumn:name="Resting",type=integer,JSONPath=`.status.restingReplicas`
+// +kubebuilder:printcolumn:name="Hardware",type=integer,JSONPath=`.status.hardwareAvailableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Failing",type=integer,JSONPath=`.status.failingReplicas`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].reason`
 // +kubebuilder:printcolumn:name="Problem",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,priority=1

@@ -97,7 +97,7 @@ func idleRoll(in PlanInput, warm []*Instance, busy, room int32, hold bool) (pick
 			pick, first = i, due
 		}
 	}
-	level := max(in.MinAvailableReplicas, in.MinReplicas-busy)
+	level := max(in.buffer(), in.MinReplicas-busy)
 	if pick == nil || hold || room <= 0 && avail <= level {
 		return nil, wake
 	}

@@ -54,6 +54,11 @@ type PlanInput struct {
 	// Allowed), nil when no budget governs it. It caps the set as MaxReplicas does, 0
 	// included: the lower of the two is the ceiling.
 	BudgetCeiling *int32
+	// FreeBoards is how many free physical boards (FreeBoards, hardware.go) serve the set's
+	// Leases: they count toward MinAvailableReplicas, so the set's own instances hold only
+	// the rest of the buffer. The floor, the ceiling, waiting Leases and bookings keep
+	// their meaning.
+	FreeBoards int32
 	// CreateLimit paces creates: at most this many instances begun and not yet finished
 	// (CreateRoom, pacing.go); 0 leaves creates unpaced.
 	CreateLimit int32

@@ -123,7 +123,7 @@ func (s *planState) want() {
 	in, p := s.in, &s.p
 	s.due, s.wake = bookedDemand(in.Bookings, in.LeadTime, in.Now)
 	p.Booked = s.due
-	p.Wanted = max(in.MinReplicas, s.busy+in.MinAvailableReplicas+in.Demand+int32(len(s.due)))
+	p.Wanted = max(in.MinReplicas, s.busy+in.buffer()+in.Demand+int32(len(s.due)))
 	s.capped = p.Wanted
 	s.ceiling, s.bounded = in.ceiling()
 	s.budgetBinds = s.bounded && in.BudgetCeiling != nil && (in.MaxReplicas == 0 || s.ceiling < in.MaxReplicas)

@@ -41,7 +41,7 @@ func rollOutdated(in PlanInput, old, fresh []*Instance, need, room, busy int32, 
 			settled = false
 		}
 	}
-	level := min(max(in.MinAvailableReplicas, in.MinReplicas-busy), availOld+availNew)
+	level := min(max(in.buffer(), in.MinReplicas-busy), availOld+availNew)
 	n := min(availOld, max(0, availOld+availNew-level))
 	out = append(out, spare[:n]...)
 	spare = spare[n:]

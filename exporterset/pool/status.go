@@ -24,6 +24,9 @@ type Counts struct {
 	PodsRunning         int32
 	PodsFailed          int32
 	PodsUnknown         int32
+	// HardwareAvailableReplicas is not computed from the instances: the caller sets it to
+	// the free boards counted toward the buffer (FreeBoards).
+	HardwareAvailableReplicas int32
 }
 
 // Status returns a status holding c's counters, and nothing else (no conditions, selector
@@ -34,7 +37,7 @@ func (c Counts) Status() vtv1alpha1.ExporterSetStatus {
 		FailingReplicas: c.FailingReplicas, RestingReplicas: c.RestingReplicas, LeasedReplicas: c.LeasedReplicas, UnavailableReplicas: c.UnavailableReplicas,
 		ExportersActive: c.ExportersActive, ExportersIdle: c.ExportersIdle, ExportersDisabled: c.ExportersDisabled,
 		ExportersOffline: c.ExportersOffline, PodsPending: c.PodsPending, PodsRunning: c.PodsRunning,
-		PodsFailed: c.PodsFailed, PodsUnknown: c.PodsUnknown,
+		PodsFailed: c.PodsFailed, PodsUnknown: c.PodsUnknown, HardwareAvailableReplicas: c.HardwareAvailableReplicas,
 	}
 }
 

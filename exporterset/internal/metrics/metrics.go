@@ -11,6 +11,7 @@ import (
 // reconciler works without a registry.
 type Metrics struct {
 	replicas, available, leased, resting *prometheus.GaugeVec
+	hardware                             *prometheus.GaugeVec
 	created, retired, recycled           *prometheus.CounterVec
 	retirements                          *prometheus.CounterVec
 	replacement                          prometheus.Histogram
@@ -42,6 +43,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_available_replicas", Help: "Ready, enabled and unleased exporters (the warm pool)."}, labels),
 		leased:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_leased_replicas", Help: "Exporters holding a lease."}, labels),
 		resting:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_resting_replicas", Help: "Enabled, unleased exporters without a Pod, started when a lease waits."}, labels),
+		hardware:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "exporterset_hardware_available_replicas", Help: "Free physical boards the set's hardware selector names, counted toward its warm buffer."}, labels),
 		created:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_created_total", Help: "Instances created."}, labels),
 		retired:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_retired_total", Help: "Instances retired (disabled to be removed); by reason in exporterset_retirements_total."}, labels),
 		recycled:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "exporterset_instances_recycled_total", Help: "Instances removed after their exporter exited at lease end."}, labels),
@@ -65,7 +67,7 @@ func New(reg prometheus.Registerer, start time.Time) *Metrics {
 		start:      start.Truncate(time.Second), // creationTimestamps have whole seconds
 	}
 	if reg != nil {
-		reg.MustRegister(m.replicas, m.available, m.leased, m.resting, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
+		reg.MustRegister(m.replicas, m.available, m.leased, m.resting, m.hardware, m.created, m.retired, m.recycled, m.retirements, m.replacement, m.failures, m.backingOff)
 		reg.MustRegister(m.slo.collectors()...)
 		reg.MustRegister(m.quarantine.collectors()...)
 		reg.MustRegister(m.budget.collectors()...)
@@ -83,6 +85,7 @@ func (m *Metrics) ObserveStatus(ns, name string, mem *Set, c pool.Counts, instan
 	m.available.WithLabelValues(ns, name).Set(float64(c.AvailableReplicas))
 	m.leased.WithLabelValues(ns, name).Set(float64(c.LeasedReplicas))
 	m.resting.WithLabelValues(ns, name).Set(float64(c.RestingReplicas))
+	m.hardware.WithLabelValues(ns, name).Set(float64(c.HardwareAvailableReplicas))
 
 	leased, available := map[string]bool{}, map[string]bool{}
 	for _, in := range instances {
@@ -154,7 +157,7 @@ func (m *Metrics) Forget(ns, name string) {
 	if m == nil {
 		return
 	}
-	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.resting, m.backingOff} {
+	for _, g := range []*prometheus.GaugeVec{m.replicas, m.available, m.leased, m.resting, m.hardware, m.backingOff} {
 		g.DeleteLabelValues(ns, name)
 	}
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {

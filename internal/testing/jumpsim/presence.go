@@ -46,6 +46,8 @@ type presenceState struct {
 	registerFail map[types.NamespacedName]string
 	// running remembers when presence first saw a Pod Running, for the registration delay.
 	running *sightings
+	// outside are the Exporters whose process runs outside the cluster (boards.go).
+	outside map[types.NamespacedName]bool
 }
 
 type statusOverride struct {
@@ -60,6 +62,7 @@ func newPresenceState() *presenceState {
 		afterLease:   map[types.UID]time.Time{},
 		registerFail: map[types.NamespacedName]string{},
 		running:      newSightings(),
+		outside:      map[types.NamespacedName]bool{},
 	}
 }
 
@@ -149,6 +152,8 @@ type presenceView struct {
 	// lostSince is when pod's node was lost (zero: reachable): its process stopped
 	// reporting then.
 	lostSince time.Time
+	// outside is set when the process runs outside the cluster, a board's (boards.go).
+	outside bool
 }
 
 // observePresence finds the Pod serving an Exporter: controlled by it, Running (or Unknown
@@ -156,6 +161,9 @@ type presenceView struct {
 // exited after a lease. Several such Pods (a controller bug) resolve to the first by name.
 // It also tells whether that process can register (registration.go).
 func (s *Simulator) observePresence(ctx context.Context, ex *jsv1.Exporter) (presenceView, error) {
+	if s.presence.runsOutside(client.ObjectKeyFromObject(ex)) {
+		return presenceView{outside: true}, nil
+	}
 	pods, err := s.controlledPods(ctx, ex.Namespace, ex.UID)
 	if err != nil {
 		return presenceView{}, err
@@ -215,7 +223,7 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	key := client.ObjectKeyFromObject(ex)
 	// Without a token the process cannot register, however long its Pod runs; nor with a
 	// wrong config, nor before its registration delay passed.
-	connected := v.pod != nil && ex.Status.Credential != nil && v.blocked == "" && v.registerAt.IsZero()
+	connected := (v.pod != nil || v.outside) && ex.Status.Credential != nil && v.blocked == "" && v.registerAt.IsZero()
 	forced := s.presence.forcedOffline(key)
 	// A process on a lost node stops reporting; the controller reports it Online until it
 	// was last seen longer ago than the online timeout.
@@ -237,8 +245,7 @@ func (s *Simulator) applyPresence(ex *jsv1.Exporter, v presenceView, now time.Ti
 	}
 
 	if connected {
-		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, true, gen, reasonRegister,
-			fmt.Sprintf("Exporter process in pod %s registered", v.pod.Name)) || changed
+		changed = setCond(&ex.Status.Conditions, jsv1.ExporterConditionRegistered, true, gen, reasonRegister, registeredMessage(v)) || changed
 		devices := devicesFor(ex, v.cfg)
 		if !equality.Semantic.DeepEqual(ex.Status.Devices, devices) {
 			ex.Status.Devices = devices

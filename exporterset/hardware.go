@@ -1,0 +1,101 @@
+package exporterset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
+)
+
+// AnnotationHardwareSelector, on an ExporterSet or its VirtualTargetClass (the set's wins),
+// is a label selector in `kubectl -l` form (board=rpi4,lab/kind=physical) naming physical
+// boards: Exporters no pool owns that serve the same Leases as the set's instances. Free
+// boards count toward the set's warm buffer (pool.FreeBoards), and the set never writes
+// them. An annotation, so that it works under upstream's ExporterSet CRD too.
+const AnnotationHardwareSelector = "virtualtarget.jumpstarter.dev/hardware-selector"
+
+// hardwareSelectorOf reads the hardware selector from the set's annotations, then the
+// class's (nil). It is nil without the annotation; a value that does not parse blocks the
+// set, naming the annotation and where it is: counted wrongly, boards would starve leases
+// or keep instances nobody needs.
+func hardwareSelectorOf(set *vtv1alpha1.ExporterSet, cls *vtv1alpha1.VirtualTargetClass) (labels.Selector, *blocker) {
+	v, ok := set.Annotations[AnnotationHardwareSelector]
+	on := "ExporterSet"
+	if !ok && cls != nil {
+		v, ok = cls.Annotations[AnnotationHardwareSelector]
+		on = "VirtualTargetClass"
+	}
+	if !ok {
+		return nil, nil
+	}
+	sel, err := labels.Parse(v)
+	switch {
+	case err != nil:
+		return nil, blocked(vtv1alpha1.ReasonInvalidSelector, "annotation %s=%q on the %s: %v", AnnotationHardwareSelector, v, on, err)
+	case sel.Empty():
+		return nil, blocked(vtv1alpha1.ReasonInvalidSelector, "annotation %s=%q on the %s: an empty selector would count every Exporter of the namespace as a board", AnnotationHardwareSelector, v, on)
+	}
+	return sel, nil
+}
+
+// observeBoards lists, from the cache, the free boards sel names in the set's namespace.
+func (r *Reconciler) observeBoards(ctx context.Context, set *vtv1alpha1.ExporterSet, sel labels.Selector) ([]string, error) {
+	if sel == nil {
+		return nil, nil
+	}
+	var list jumpstarterv1alpha1.ExporterList
+	if err := r.client.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing boards: %w", err)
+	}
+	exporters := make([]*jumpstarterv1alpha1.Exporter, len(list.Items))
+	for i := range list.Items {
+		exporters[i] = &list.Items[i]
+	}
+	return pool.FreeBoards(exporters, sel), nil
+}
+
+// boardsNote is what the Available message says of the boards counted toward the buffer.
+func boardsNote(boards []string, minAvailable int32) string {
+	switch n := len(boards); {
+	case n == 0:
+		return ""
+	case n == 1:
+		return fmt.Sprintf("; 1 free board counts toward the buffer of %d (%s)", minAvailable, boards[0])
+	case n <= 5:
+		return fmt.Sprintf("; %d free boards count toward the buffer of %d (%s)", n, minAvailable, strings.Join(boards, ", "))
+	default:
+		return fmt.Sprintf("; %d free boards count toward the buffer of %d (%s, ...)", n, minAvailable, strings.Join(boards[:5], ", "))
+	}
+}
+
+// setsOfBoard maps an Exporter no set owns to the sets of its namespace whose hardware
+// selector names it: a board taken, freed, disabled or gone changes their buffer.
+func (r *Reconciler) setsOfBoard(ctx context.Context, o client.Object) []reconcile.Request {
+	e, ok := o.(*jumpstarterv1alpha1.Exporter)
+	if !ok || ofASet(e) {
+		return nil
+	}
+	var sets vtv1alpha1.ExporterSetList
+	if err := r.client.List(ctx, &sets, client.InNamespace(e.Namespace)); err != nil {
+		return nil
+	}
+	return requestsFor(sets.Items, func(s *vtv1alpha1.ExporterSet) bool {
+		var cls *vtv1alpha1.VirtualTargetClass
+		if _, ok := s.Annotations[AnnotationHardwareSelector]; !ok {
+			var c vtv1alpha1.VirtualTargetClass
+			if r.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.VirtualTargetClassName}, &c) != nil {
+				return false
+			}
+			cls = &c
+		}
+		sel, _ := hardwareSelectorOf(s, cls)
+		return sel != nil && sel.Matches(labels.Set(e.Labels))
+	})
+}
