@@ -22,7 +22,9 @@
 //     not exited after a lease. Otherwise Online=False and
 //     Registered=False, exporterStatus Offline, as upstream reports an exporter that never
 //     connected or went away. [Simulator.SetOffline], [Simulator.SetOnline] and
-//     [Simulator.SetExporterStatus] override it for chaos tests.
+//     [Simulator.SetExporterStatus] override it for chaos tests. A physical board's process
+//     runs outside the cluster: [Simulator.ConnectFromOutside] makes an Exporter connected
+//     with no Pod (once its credential is issued) until [Simulator.DisconnectFromOutside].
 //   - Lease scheduling, in the contract's order, with upstream's reasons and messages
 //     (jumpstarter-controller b1f2bb41, lease_controller.go, reconcileStatusExporterRef):
 //     a lease no Exporter can serve ends Unsatisfiable at once, decided from the cache
