@@ -37,7 +37,8 @@ func availableTrue(set *vtv1alpha1.ExporterSet) *metav1.Condition {
 // judgeAvailableStatus returns why a set's own status contradicts Available=True, "" when
 // it does not. The rule is the one documented on vtv1alpha1.ConditionAvailable:
 //
-//   - the buffer: availableReplicas >= minAvailableReplicas;
+//   - the buffer: availableReplicas >= minAvailableReplicas less the free boards its
+//     hardware selector counts (boards.go);
 //   - the floor: instances ready and not failing number at least minReplicas, so at least
 //     readyReplicas >= minReplicas (the status has no counter of ready, non-failing ones);
 //   - an empty pool must not be failing: availableReplicas == 0 implies failingReplicas == 0.
@@ -58,14 +59,16 @@ func judgeAvailableStatus(set *vtv1alpha1.ExporterSet) string {
 	if st.AvailableReplicas == 0 && st.FailingReplicas > 0 {
 		return base + fmt.Sprintf("no instance is available and %d are failing", st.FailingReplicas)
 	}
+	// The status's own count of free boards: this judges the status against itself.
+	buffer := expool.Buffer(spec.MinAvailableReplicas, st.HardwareAvailableReplicas)
 	if c.Reason == string(vtv1alpha1.ReasonWaitForFirstConsumer) {
-		if st.Replicas-st.LeasedReplicas < spec.MinAvailableReplicas {
+		if st.Replicas-st.LeasedReplicas < buffer {
 			return base + fmt.Sprintf("the WaitForFirstConsumer set has %d unleased instances, minAvailableReplicas %d", st.Replicas-st.LeasedReplicas, spec.MinAvailableReplicas)
 		}
 		return ""
 	}
-	if st.AvailableReplicas < spec.MinAvailableReplicas {
-		return base + fmt.Sprintf("availableReplicas %d < minAvailableReplicas %d", st.AvailableReplicas, spec.MinAvailableReplicas)
+	if st.AvailableReplicas < buffer {
+		return base + fmt.Sprintf("availableReplicas %d < minAvailableReplicas %d less %d free boards", st.AvailableReplicas, spec.MinAvailableReplicas, st.HardwareAvailableReplicas)
 	}
 	if st.ReadyReplicas < spec.MinReplicas {
 		return base + fmt.Sprintf("readyReplicas %d < minReplicas %d: the floor is not served by ready instances", st.ReadyReplicas, spec.MinReplicas)
@@ -84,7 +87,7 @@ func wffcLeasedCounted(set *vtv1alpha1.ExporterSet) bool {
 
 // liveShortfall recomputes a set's pool from the objects (with the checker's diagnosis)
 // and says how it breaks the Available rule, "" when it does not.
-func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instances []*expool.Instance) string {
+func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instances []*expool.Instance, boards int32) string {
 	problems := diagnosed(instances)
 	counts := expool.ComputeStatus(instances, problems)
 	serving := int32(0)
@@ -94,15 +97,16 @@ func liveShortfall(set *vtv1alpha1.ExporterSet, cond *metav1.Condition, instance
 		}
 	}
 	spec := set.Spec
+	buffer := expool.Buffer(spec.MinAvailableReplicas, boards) // free boards hold the rest (boards.go)
 	switch {
 	case counts.AvailableReplicas == 0 && counts.FailingReplicas > 0:
 		return fmt.Sprintf("no instance is available and %d are failing", counts.FailingReplicas)
 	case cond.Reason == string(vtv1alpha1.ReasonWaitForFirstConsumer):
-		if counts.Replicas < spec.MinAvailableReplicas {
-			return fmt.Sprintf("%d instances (WaitForFirstConsumer), minAvailableReplicas %d", counts.Replicas, spec.MinAvailableReplicas)
+		if counts.Replicas < buffer {
+			return fmt.Sprintf("%d instances (WaitForFirstConsumer), minAvailableReplicas %d, %d free boards", counts.Replicas, spec.MinAvailableReplicas, boards)
 		}
-	case counts.AvailableReplicas < spec.MinAvailableReplicas:
-		return fmt.Sprintf("%d available instances, minAvailableReplicas %d", counts.AvailableReplicas, spec.MinAvailableReplicas)
+	case counts.AvailableReplicas < buffer:
+		return fmt.Sprintf("%d available instances, minAvailableReplicas %d, %d free boards", counts.AvailableReplicas, spec.MinAvailableReplicas, boards)
 	case serving < spec.MinReplicas:
 		return fmt.Sprintf("%d ready, non-failing instances, minReplicas %d", serving, spec.MinReplicas)
 	}

@@ -64,6 +64,13 @@
 // the other, each held 1-4 s and released in the step that creates the next; and
 // lease-no-pool takes a lease for a board no set serves, which the core refuses.
 //
+// beta has two physical boards beside it (boards.go, issue 42): Exporters no set owns,
+// connected from outside the cluster, named by beta's hardware-selector annotation.
+// board-lease leases one for 1-6 s and board-unplug takes one offline for 2-8 s. The final
+// check counts the free boards itself: beta's hardwareAvailableReplicas must equal that
+// count, its own instances hold only the rest of its buffer, and no board may carry a write
+// of the controller's field managers, an owner or a disable.
+//
 // Three of its sets (alpha, beta, delta) share a CapacityBudget (budget.go) of 3 to 6
 // instances, 4 at first, which the walk moves now and then (budget-limit): they want 4
 // when idle and up to 10 with their leases, so the budget is exhausted often, and sets with

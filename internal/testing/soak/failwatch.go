@@ -263,7 +263,7 @@ func (c *Checker) checkFailures(ctx context.Context, now time.Time) error {
 		set := &sets.Items[i]
 		shortfall := ""
 		if cond := availableTrue(set); cond != nil {
-			shortfall = liveShortfall(set, cond, instancesOf(set, exporters.Items, pods.Items))
+			shortfall = liveShortfall(set, cond, instancesOf(set, exporters.Items, pods.Items), freeBoardsOf(set, exporters.Items))
 		}
 		excused := c.excusedNow(set.Name, now)
 		f := c.fw

@@ -61,6 +61,7 @@ func (c *Checker) Final(ctx context.Context) ([]string, error) {
 		problems = append(problems, finalSet(&sets.Items[i], bindings, exporters.Items, pods.Items, byOwner, full[sets.Items[i].Name])...)
 	}
 	problems = append(problems, orphans(sets.Items, exporters.Items, pods.Items, secrets.Items)...)
+	problems = append(problems, boardWrites(exporters.Items)...)
 	leases, err := listLeases(ctx, r, c.ns)
 	if err != nil {
 		return nil, err
@@ -89,6 +90,7 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	// that they control; an instance whose Pod shows a failure is not available.
 	observed := instancesOf(set, exporters, pods)
 	want := expool.ComputeStatus(observed, diagnosed(observed))
+	want.HardwareAvailableReplicas = freeBoardsOf(set, exporters) // counted here, not read from the status
 	got := set.Status
 	if set.Status.ObservedGeneration != set.Generation {
 		bad("status.observedGeneration %d, generation %d", got.ObservedGeneration, set.Generation)
@@ -144,7 +146,8 @@ func finalSet(set *vtv1alpha1.ExporterSet, bindings map[string]vtv1alpha1.Bindin
 	if !budgetFull && (live < floor || total < set.Spec.MinReplicas && (maxR == 0 || total < maxR)) {
 		bad("%d live instances (%d in all), minReplicas %d, maxReplicas %d, %d leased ones being replaced or quarantined ones kept [%s]", live, total, set.Spec.MinReplicas, maxR, occupying, instances)
 	}
-	buffer := set.Spec.MinAvailableReplicas
+	// Free boards hold part of the buffer (boards.go); the set's own instances the rest.
+	buffer := expool.Buffer(set.Spec.MinAvailableReplicas, want.HardwareAvailableReplicas)
 	if maxR > 0 {
 		if total > max(maxR, stuck+quarantined) {
 			bad("%d instances, maxReplicas %d (%d leased or disabled by hand, %d quarantined) [%s]", total, maxR, stuck, quarantined, instances)
@@ -218,6 +221,7 @@ func diffCounters(got vtv1alpha1.ExporterSetStatus, want expool.Counts) string {
 		{"podsRunning", got.PodsRunning, want.PodsRunning},
 		{"podsFailed", got.PodsFailed, want.PodsFailed},
 		{"podsUnknown", got.PodsUnknown, want.PodsUnknown},
+		{"hardwareAvailableReplicas", got.HardwareAvailableReplicas, want.HardwareAvailableReplicas},
 	} {
 		if p.got != p.want {
 			out = append(out, fmt.Sprintf("%s=%d (want %d)", p.name, p.got, p.want))
@@ -239,6 +243,9 @@ func orphans(sets []vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.Expo
 		exporterUIDs[e.UID] = true
 		if e.Labels[expool.LabelRetainedFrom] != "" {
 			continue // released on purpose (reclaimPolicy Retain)
+		}
+		if isBoard(e) {
+			continue // no set's: a physical board beside one (boards.go)
 		}
 		if uid, ok := controllerUID(e, "ExporterSet"); !ok || !setUIDs[uid] {
 			problems = append(problems, fmt.Sprintf("exporter %s has no existing ExporterSet as its controller", e.Name))

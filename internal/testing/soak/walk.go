@@ -67,6 +67,7 @@ func newWalk(seed int64, w *world) *Walk {
 	wk.actions = append(append(append(append(wk.catalogue(), wk.failureCatalogue()...), wk.rollCatalogue()...), wk.externalCatalogue()...), wk.hookCatalogue()...)
 	wk.actions = append(wk.actions, wk.budgetCatalogue()...)
 	wk.actions = append(wk.actions, wk.onDemandCatalogue()...)
+	wk.actions = append(wk.actions, wk.boardCatalogue()...)
 	for _, a := range wk.actions {
 		wk.total += a.weight
 	}

@@ -44,6 +44,9 @@ type pool struct {
 	// shape, when set, is kept through the walk: its sizing and binding mode are not edited
 	// (ondemand_actions.go).
 	shape string
+	// boards is how many physical boards serve the set's Leases beside its instances,
+	// named by its hardware-selector annotation (boards.go).
+	boards int
 }
 
 // Set shapes the walk keeps (issue 38): the users of both are refused by the Jumpstarter
@@ -74,7 +77,7 @@ func runtimeImage(p *pool) string  { return "registry.example/soak-runtime-" + p
 func pools(withPlugin bool) []pool {
 	out := []pool{
 		{set: "alpha", class: "fake-a", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 4, minAvail: 1, cooldown: time.Second, sidecar: true, kvm: true, budgeted: true},
-		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0, budgeted: true},
+		{set: "beta", class: "fake-b", provisioner: fakeprov.Name, recycle: vtv1alpha1.RecycleInPlaceReuse, min: 0, max: 3, minAvail: 2, cooldown: 0, budgeted: true, boards: 2},
 		// Targets outside the Pod: the external fake's remote resources (external_actions.go).
 		{set: "delta", class: "fake-ext", provisioner: fakeprov.ExternalName, recycle: vtv1alpha1.RecycleExitAndReplace, min: 1, max: 3, minAvail: 1, cooldown: time.Second, budgeted: true},
 		// The shapes the walk keeps, outside the budget (its sizing is tuned for the three
@@ -169,8 +172,12 @@ func newSet(ns string, p *pool) *vtv1alpha1.ExporterSet {
 	if p.budgeted {
 		setLabels = map[string]string{budgetLabel: budgetName}
 	}
+	var annotations map[string]string
+	if p.boards > 0 {
+		annotations = map[string]string{exporterset.AnnotationHardwareSelector: boardSelector(p.set)}
+	}
 	return &vtv1alpha1.ExporterSet{
-		ObjectMeta: metav1.ObjectMeta{Name: p.set, Namespace: ns, Labels: setLabels},
+		ObjectMeta: metav1.ObjectMeta{Name: p.set, Namespace: ns, Labels: setLabels, Annotations: annotations},
 		Spec: vtv1alpha1.ExporterSetSpec{
 			VirtualTargetClassName: p.class,
 			Selector:               metav1.LabelSelector{MatchLabels: map[string]string{"board": p.set}},
@@ -199,6 +206,9 @@ func (w *world) populate(ctx context.Context) error {
 		}
 		if err := w.c.Create(ctx, newSet(w.ns, p)); err != nil {
 			return fmt.Errorf("creating set %s: %w", p.set, err)
+		}
+		if err := w.plugBoards(ctx, p); err != nil {
+			return err
 		}
 	}
 	if err := w.c.Create(ctx, newBudget(w.ns, budgetLimits[0])); err != nil {
