@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -75,11 +77,25 @@ func boardsNote(boards []string, minAvailable int32) string {
 	}
 }
 
+// boardEvents passes the events of Exporters no set owns (a board, or one that was): the
+// set's own Exporters, most of the events, stop here before they are compared or mapped.
+var boardEvents = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return notASets(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return notASets(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return notASets(e.ObjectOld) || notASets(e.ObjectNew) },
+	GenericFunc: func(e event.GenericEvent) bool { return notASets(e.Object) },
+}
+
+func notASets(o client.Object) bool {
+	e, ok := o.(*jumpstarterv1alpha1.Exporter)
+	return ok && !ofASet(e)
+}
+
 // setsOfBoard maps an Exporter no set owns to the sets of its namespace whose hardware
 // selector names it: a board taken, freed, disabled or gone changes their buffer.
 func (r *Reconciler) setsOfBoard(ctx context.Context, o client.Object) []reconcile.Request {
 	e, ok := o.(*jumpstarterv1alpha1.Exporter)
-	if !ok || ofASet(e) {
+	if !ok {
 		return nil
 	}
 	var sets vtv1alpha1.ExporterSetList

@@ -169,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&jumpstarterv1alpha1.Exporter{}, r.hookSightings()). // quarantine_watch.go
 		// Boards (hardware.go): taken, freed or gone, they change the buffer of the sets
 		// naming them.
-		Watches(&jumpstarterv1alpha1.Exporter{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBoard), builder.WithPredicates(objects.ExporterChanged())).
+		Watches(&jumpstarterv1alpha1.Exporter{}, handler.EnqueueRequestsFromMapFunc(r.setsOfBoard), builder.WithPredicates(boardEvents, objects.ExporterChanged())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(bySetLabel)).
 		Watches(&vtv1alpha1.VirtualTargetClass{}, handler.EnqueueRequestsFromMapFunc(r.setsOfClass)).
