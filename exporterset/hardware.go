@@ -24,7 +24,7 @@ import (
 const AnnotationHardwareSelector = "virtualtarget.jumpstarter.dev/hardware-selector"
 
 // hardwareSelectorOf reads the hardware selector from the set's annotations, then the
-// class's (nil). It is nil without the annotation; a value that does not parse blocks the
+// class's (cls may be nil). It is nil without the annotation; a value that does not parse blocks the
 // set, naming the annotation and where it is: counted wrongly, boards would starve leases
 // or keep instances nobody needs.
 func hardwareSelectorOf(set *vtv1alpha1.ExporterSet, cls *vtv1alpha1.VirtualTargetClass) (labels.Selector, *blocker) {

@@ -81,7 +81,8 @@ const (
 	ReasonProvisionerUnknown ConditionReason = "ProvisionerUnknown"
 	// ReasonInvalidParameters: the merged parameters were rejected by the provisioner; the message has the field path.
 	ReasonInvalidParameters ConditionReason = "InvalidParameters"
-	// ReasonInvalidSelector: spec.selector cannot be parsed.
+	// ReasonInvalidSelector: spec.selector, or the hardware-selector annotation, cannot be
+	// parsed (or the annotation is empty).
 	ReasonInvalidSelector ConditionReason = "InvalidSelector"
 	// ReasonSelectorMismatch: spec.selector does not match the template labels, so created instances would not be counted.
 	ReasonSelectorMismatch ConditionReason = "SelectorMismatch"
