@@ -6,7 +6,9 @@ const (
 	// these must hold:
 	//   1. the set is not blocked: its class exists, its provisioner is served, its
 	//      parameters, drivers and selector are valid (Degraded says which is not);
-	//   2. availableReplicas >= minAvailableReplicas (the warm buffer);
+	//   2. availableReplicas >= minAvailableReplicas (the warm buffer), less the free
+	//      physical boards the hardware-selector annotation counts
+	//      (hardwareAvailableReplicas), which the message names;
 	//   3. instances that are ready and not failing, leased or not, number at least
 	//      minReplicas (the floor is served by ready instances, not by Pods still starting);
 	//   4. when no instance is available, none is failing and the set is not backing off
@@ -23,7 +25,7 @@ const (
 	// Under bindingMode WaitForFirstConsumer instances get a Pod only when a lease waits, so
 	// none is available while idle: there the condition is True (reason
 	// WaitingForFirstConsumer) when rules 1 and 4 hold and the set has at least
-	// minAvailableReplicas instances waiting for a consumer.
+	// minAvailableReplicas instances (less the free boards) waiting for a consumer.
 	ConditionAvailable = "Available"
 	// ConditionProgressing is True while instances are being created, started, rolled or
 	// retired towards the desired pool.
