@@ -56,37 +56,35 @@ func (r *Reconciler) observeBoards(ctx context.Context, set *vtv1alpha1.Exporter
 	if err := r.client.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing boards: %w", err)
 	}
-	exporters := make([]*jumpstarterv1alpha1.Exporter, len(list.Items))
-	for i := range list.Items {
-		exporters[i] = &list.Items[i]
-	}
-	return pool.FreeBoards(exporters, sel), nil
+	return pool.FreeBoards(list.Items, sel), nil
 }
 
 // boardsNote is what the Available message says of the boards counted toward the buffer.
 func boardsNote(boards []string, minAvailable int32) string {
-	switch n := len(boards); {
-	case n == 0:
+	n := len(boards)
+	if n == 0 {
 		return ""
-	case n == 1:
-		return fmt.Sprintf("; 1 free board counts toward the buffer of %d (%s)", minAvailable, boards[0])
-	case n <= 5:
-		return fmt.Sprintf("; %d free boards count toward the buffer of %d (%s)", n, minAvailable, strings.Join(boards, ", "))
-	default:
-		return fmt.Sprintf("; %d free boards count toward the buffer of %d (%s, ...)", n, minAvailable, strings.Join(boards[:5], ", "))
 	}
+	subject, shown, more := "boards count", boards, ""
+	if n == 1 {
+		subject = "board counts"
+	}
+	if n > 5 {
+		shown, more = boards[:5], ", ..."
+	}
+	return fmt.Sprintf("; %d free %s toward the buffer of %d (%s%s)", n, subject, minAvailable, strings.Join(shown, ", "), more)
 }
 
 // boardEvents passes the events of Exporters no set owns (a board, or one that was): the
 // set's own Exporters, most of the events, stop here before they are compared or mapped.
 var boardEvents = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { return notASets(e.Object) },
-	DeleteFunc:  func(e event.DeleteEvent) bool { return notASets(e.Object) },
-	UpdateFunc:  func(e event.UpdateEvent) bool { return notASets(e.ObjectOld) || notASets(e.ObjectNew) },
-	GenericFunc: func(e event.GenericEvent) bool { return notASets(e.Object) },
+	CreateFunc:  func(e event.CreateEvent) bool { return ofNoSet(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return ofNoSet(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return ofNoSet(e.ObjectOld) || ofNoSet(e.ObjectNew) },
+	GenericFunc: func(e event.GenericEvent) bool { return ofNoSet(e.Object) },
 }
 
-func notASets(o client.Object) bool {
+func ofNoSet(o client.Object) bool {
 	e, ok := o.(*jumpstarterv1alpha1.Exporter)
 	return ok && !ofASet(e)
 }

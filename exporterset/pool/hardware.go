@@ -31,15 +31,16 @@ func FreeBoard(e *jumpstarterv1alpha1.Exporter) bool {
 	return false
 }
 
-// FreeBoards returns the names, sorted, of the Exporters among exporters that sel matches
-// and FreeBoard accepts. A nil or empty selector names no boards.
-func FreeBoards(exporters []*jumpstarterv1alpha1.Exporter, sel labels.Selector) []string {
+// FreeBoards returns the names, sorted, of the Exporters among exporters (a list's items, as
+// its callers hold them) that sel matches and FreeBoard accepts. A nil or empty selector
+// names no boards.
+func FreeBoards(exporters []jumpstarterv1alpha1.Exporter, sel labels.Selector) []string {
 	if sel == nil || sel.Empty() {
 		return nil
 	}
 	var out []string
-	for _, e := range exporters {
-		if sel.Matches(labels.Set(e.Labels)) && FreeBoard(e) {
+	for i := range exporters {
+		if e := &exporters[i]; sel.Matches(labels.Set(e.Labels)) && FreeBoard(e) {
 			out = append(out, e.Name)
 		}
 	}

@@ -27,7 +27,7 @@ func TestFreeBoards(t *testing.T) {
 		f(e)
 		return e
 	}
-	exporters := []*jumpstarterv1alpha1.Exporter{
+	boards := []*jumpstarterv1alpha1.Exporter{
 		board("free-b", ready...),
 		board("free-a", ready...),
 		with(board("status-available", ready...), func(e *jumpstarterv1alpha1.Exporter) {
@@ -46,6 +46,10 @@ func TestFreeBoards(t *testing.T) {
 		}),
 		with(board("set-labelled", ready...), func(e *jumpstarterv1alpha1.Exporter) { e.Labels[pool.LabelSet] = "s" }),
 		with(board("other-kind", ready...), func(e *jumpstarterv1alpha1.Exporter) { e.Labels["board"] = "jetson" }),
+	}
+	var exporters []jumpstarterv1alpha1.Exporter
+	for _, b := range boards {
+		exporters = append(exporters, *b)
 	}
 	sel := labels.SelectorFromSet(labels.Set{"board": "rpi4"})
 	want := []string{"free-a", "free-b", "status-available"}

@@ -24,7 +24,7 @@ import (
 // labelBoardFor marks a board and names the set it serves.
 const labelBoardFor = "soak/board-for"
 
-// controllerName is the reconciler's name (its default), the field manager of its writes.
+// reconcilerName is the reconciler's name (its default), the field manager of its writes.
 const reconcilerName = "exporterset"
 
 func boardSelector(set string) string { return labelBoardFor + "=" + set }
@@ -66,11 +66,7 @@ func freeBoardsOf(set *vtv1alpha1.ExporterSet, exporters []jumpstarterv1alpha1.E
 	if err != nil {
 		return 0
 	}
-	ptrs := make([]*jumpstarterv1alpha1.Exporter, len(exporters))
-	for i := range exporters {
-		ptrs[i] = &exporters[i]
-	}
-	return int32(len(expool.FreeBoards(ptrs, sel)))
+	return int32(len(expool.FreeBoards(exporters, sel)))
 }
 
 // boardWrites lists the boards a field manager of the controller wrote: boards are read,
