@@ -11,15 +11,21 @@ import (
 
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 // renewAll writes, for each instance the plan keeps as its set's last enabled Exporter at the
 // ceiling (pool/leasewait.go), what its renewal in place needs on the Exporter, and returns
 // the instances whose Pod restart must not be asked for in this pass: their write lost a race.
-func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan) (held map[types.UID]bool, errs []error) {
+// An external target that exists is not rebuilt in place: its instance keeps its labels and
+// serves on as it is until room allows a surge. One whose target is gone (never built, or
+// deleted behind the controller) is relabelled: the target it gets next is built from the
+// current spec (ext are the pass's external states).
+func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan, ext externalStates) (held map[types.UID]bool, errs []error) {
 	outdated := make(map[*pool.Instance]bool, len(plan.Renew))
 	for _, in := range plan.Renew {
-		outdated[in] = externalOf(p.prov) == nil // an external target is not rebuilt in place: it waits
+		st := ext.of(in)
+		outdated[in] = externalOf(p.prov) == nil || st != nil && st.Phase == provisioner.ExternalGone
 	}
 	for _, in := range plan.Renewed {
 		p.events.add(eventRenewed, in.Name(), in.Exporter)

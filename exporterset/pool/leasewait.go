@@ -102,10 +102,13 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 // and scale-down have chosen: if they would disable every enabled Exporter, one of them
 // stays (the one the retirement order keeps longest). With room it is held for this pass
 // (a create of this pass or the next takes its place first); at the ceiling it is renewed
-// in place: brought to the current spec (Renew) and its Pod replaced.
-func keepLastRetired(in PlanInput, p *Plan) {
+// in place: brought to the current spec (Renew) and its Pod replaced. The renewed instance
+// is returned, to be counted warm: one at rest gets its Pod in this pass where a Pod is
+// wanted, whether or not its relabelling lands (an external target keeps its labels until
+// it is built again, renew.go), so the last place never waits for room that cannot come.
+func keepLastRetired(in PlanInput, p *Plan) (renewed *Instance) {
 	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
-		return
+		return nil
 	}
 	var cand *Instance
 	for k := len(p.Retire) - 1; k >= 0; k-- {
@@ -115,7 +118,7 @@ func keepLastRetired(in PlanInput, p *Plan) {
 		}
 	}
 	if cand == nil || cand.Foreign() && !roomBeside(in) {
-		return // upstream's instance is never renewed: it is replaced as before (adopt.go)
+		return nil // upstream's instance is never renewed: it is replaced as before (adopt.go)
 	}
 	one := []*Instance{cand}
 	p.Retire, p.Rolled, p.UsedUp = without(p.Retire, one), without(p.Rolled, one), without(p.UsedUp, one)
@@ -125,7 +128,7 @@ func keepLastRetired(in PlanInput, p *Plan) {
 	}
 	if roomBeside(in) {
 		p.Bridge = cand
-		return
+		return nil
 	}
 	if cand.SpecHash() != in.SpecHash || usedUp(cand, in.MaxUseCount) || idleAged(in, cand) {
 		p.Renew = append(p.Renew, cand)
@@ -136,6 +139,7 @@ func keepLastRetired(in PlanInput, p *Plan) {
 	} else if cand.HasPod() {
 		p.RestartPods = append(p.RestartPods, cand)
 	}
+	return cand
 }
 
 // idleAged reports whether i is due for replacement by its idle age.

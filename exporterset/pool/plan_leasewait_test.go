@@ -85,6 +85,16 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Standby: 1, Renew: []string{"old"}},
 		},
 		{
+			name: "roll of an instance at rest at a ceiling of 1 and a buffer of 1: renewed and its Pod started now",
+			in:   input(0, 1, 1, fixture.Instance("old", fixture.Hash("h0"))),
+			want: planSummary{Wanted: 1, Renew: []string{"old"}, StartPods: []string{"old"}},
+		},
+		{
+			name: "the same, a second place held by an instance disabled by hand: renewed and started",
+			in:   input(0, 2, 1, fixture.Instance("old", fixture.Hash("h0")), fixture.Instance("off", fixture.Ready, fixture.Disabled)),
+			want: planSummary{Wanted: 1, Renew: []string{"old"}, StartPods: []string{"old"}},
+		},
+		{
 			name: "roll with room: the new one first, the outdated standby after",
 			in:   input(0, 3, 0, fixture.Instance("old", fixture.Hash("h0"))),
 			want: planSummary{Create: 1, Standby: 1, Bridge: "old"},

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"slices"
 	"time"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
@@ -254,8 +255,11 @@ func (s *planState) finish() {
 		p.BookedWaiting = bookingsOverCeiling(s.due, s.ceiling-s.busy-in.Demand)
 	}
 	p.BookingNote = bookingNote(s.due, min(p.Create+p.CreateAfterRemove, int32(len(s.due))), in.LeadTime, p.BookedWaiting)
-	keepLastRetired(in, p)
-	p.StartPods = podsToStart(in, without(s.warm, p.RestPods), s.leasedLive, max(0, s.capped-s.busy-in.Expected), int32(len(s.due)))
+	warm := s.warm
+	if renewed := keepLastRetired(in, p); renewed != nil {
+		warm = append(slices.Clip(warm), renewed) // kept longest: started first
+	}
+	p.StartPods = podsToStart(in, without(warm, p.RestPods), s.leasedLive, max(0, s.capped-s.busy-in.Expected), int32(len(s.due)))
 	p.StartNew = in.Binding != vtv1alpha1.BindingWaitForFirstConsumer && p.Standby == 0
 	p.RestartPods = without(p.RestartPods, p.Retire) // a retired instance needs no fresh Pod
 	if in.Now.Before(in.BackoffUntil) {

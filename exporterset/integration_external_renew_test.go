@@ -1,0 +1,79 @@
+package exporterset_test
+
+import (
+	"testing"
+	"time"
+
+	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
+)
+
+// An external set's only place, taken by an outdated instance at rest (no Pod), serves again
+// once a Pod is wanted: at the ceiling there is no room to surge, and the last enabled
+// Exporter is never removed, so before the fix it waited for room that could not come and
+// the set stayed unavailable (the soak's seed 6889411519710295583, walk 2).
+
+// The instance's remote target is gone (never built at rest): it is renewed to the current
+// spec, and the target it gets is built from it.
+func TestExternalLastPlaceWithoutTargetRenewedAndServes(t *testing.T) {
+	w := newWorld(t)
+	w.ext = fakeprov.NewExternal(w.fake)
+	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
+	w.controller(env.Config)
+	set := w.set("one", 0, 1, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
+	w.waitAtRest("one")
+	if n := len(w.ext.Remotes()); n != 0 {
+		t.Fatalf("%d remote targets at rest, want 0", n)
+	}
+	before := w.exporters("one")[0]
+	enabled := w.watchEnabled("one")
+	cw := w.watchCeiling("one", 1)
+	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rolled": "yes"} })
+	w.eventually(30*time.Second, "the standby relabelled to the new spec", func() string {
+		ex := w.exporters("one")
+		if len(ex) != 1 || ex[0].Labels[pool.LabelSpecHash] == before.Labels[pool.LabelSpecHash] {
+			return summary(w.getSet("one").Status)
+		}
+		return ""
+	})
+	w.edit(set, func() { set.Spec.MinAvailableReplicas = 1 })
+	st := w.waitHealthy("one", 1, 60*time.Second)
+	if ex := w.exporters("one"); len(ex) != 1 || ex[0].Name != before.Name || ex[0].Annotations["rolled"] != "yes" {
+		t.Fatalf("want %s renewed in place and serving, got %d Exporters: %s", before.Name, len(ex), summary(st))
+	}
+	enabled.check(t)
+	cw.check(t, 1, 0)
+}
+
+// The instance's target exists (its Pod rested after the cooldown): it is not rebuilt in
+// place, but its Pod starts again on it, so the set serves on the old target rather than
+// not at all.
+func TestExternalLastPlaceAtRestWithTargetServes(t *testing.T) {
+	w := newWorld(t)
+	w.ext = fakeprov.NewExternal(w.fake)
+	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
+	w.controller(env.Config)
+	set := w.set("one", 1, 1, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
+	w.waitHealthy("one", 1, 60*time.Second)
+	before := w.exporters("one")[0]
+	w.edit(set, func() { set.Spec.MinReplicas, set.Spec.MinAvailableReplicas = 0, 0 })
+	w.waitAtRest("one")
+	if n := len(w.ext.Remotes()); n != 1 {
+		t.Fatalf("%d remote targets at rest, want the one kept", n)
+	}
+	enabled := w.watchEnabled("one")
+	cw := w.watchCeiling("one", 1)
+	w.edit(set, func() {
+		set.Spec.Template.Metadata.Annotations = map[string]string{"rolled": "yes"}
+		set.Spec.MinAvailableReplicas = 1
+	})
+	st := w.waitHealthy("one", 1, 60*time.Second)
+	if ex := w.exporters("one"); len(ex) != 1 || ex[0].Name != before.Name {
+		t.Fatalf("want %s serving, got %d Exporters: %s", before.Name, len(ex), summary(st))
+	}
+	l := w.lease("after-roll", "one")
+	w.waitServed(l)
+	enabled.check(t)
+	cw.check(t, 1, 0)
+}
