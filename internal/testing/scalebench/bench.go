@@ -44,6 +44,8 @@ type Config struct {
 	// DefaultLimitsSize, when not 0, adds one scale-up 0 -> DefaultLimitsSize of ours with
 	// the binary's own --kube-api-qps/--kube-api-burst defaults, to show whether they throttle.
 	DefaultLimitsSize int32
+	// FreshNamespaces is how many times the fresh-namespace case runs (freshns.go; 0 skips).
+	FreshNamespaces int
 	// Repeats is how often each timed workload runs; medians are reported.
 	Repeats int
 	// SimWorkers is the simulator's concurrency per component.
@@ -163,6 +165,9 @@ func (c Config) namespaces() []string {
 	if c.DefaultLimitsSize > 0 {
 		out = append(out, nsDefaultLimits)
 	}
+	for r := 1; r <= c.FreshNamespaces; r++ {
+		out = append(out, freshNS(r))
+	}
 	for r := 1; r <= c.Repeats; r++ {
 		for _, w := range c.workloads() {
 			out = append(out, nsFor(w, Ours, r), nsFor(w, ReplicaSet, r), nsFor(w, Upstream, r), nsFor(w, Baseline, r))
@@ -209,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("memory check: %w", err)
 		}
 	}
-	if len(cfg.workloads()) == 0 && cfg.StormLeases == 0 && cfg.DefaultLimitsSize == 0 {
+	if len(cfg.workloads()) == 0 && cfg.StormLeases == 0 && cfg.DefaultLimitsSize == 0 && cfg.FreshNamespaces == 0 {
 		// Nothing timed follows (the memory check alone): no warm-up to run.
 		return b.finish(ctx, rep, apiBefore), nil
 	}
@@ -236,6 +241,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
+	if n := cfg.FreshNamespaces; n > 0 {
+		if rep.FreshNamespace, err = b.runFreshNamespaces(ctx, n); err != nil {
+			return nil, fmt.Errorf("fresh namespace: %w", err)
+		}
+	}
 	for r := 1; r <= cfg.Repeats; r++ {
 		for _, w := range cfg.workloads() {
 			order := cfg.contenders(w, r)

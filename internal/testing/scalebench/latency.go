@@ -114,6 +114,19 @@ func (t *instanceTracker) latency(start time.Time) *Latency {
 	return &Latency{FirstSeconds: first.Sub(start).Seconds(), LastSeconds: last.Sub(start).Seconds(), InstanceP50: percentile(per, 50), InstanceP95: percentile(per, 95)}
 }
 
+// firstCreated is when the first instance was seen on the watch (zero when none was).
+func (t *instanceTracker) firstCreated() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for _, at := range t.created {
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	return first
+}
+
 // writeLatency prints the per-instance latency of the single-set scale-ups and the storm's
 // replacement latency.
 func (r *Report) writeLatency(w io.Writer) {

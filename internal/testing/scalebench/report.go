@@ -25,8 +25,10 @@ type Report struct {
 	Ratios  []*Ratio      `json:"ratios"`
 	Memory  *MemoryResult `json:"memory,omitempty"`
 	// DefaultLimits is the scale-up run with the binary's default rate limits.
-	DefaultLimits *Result  `json:"defaultLimits,omitempty"`
-	Targets       []Target `json:"targets"`
+	DefaultLimits *Result `json:"defaultLimits,omitempty"`
+	// FreshNamespace are the fresh-namespace runs (freshns.go).
+	FreshNamespace []FreshNamespaceRun `json:"freshNamespace,omitempty"`
+	Targets        []Target            `json:"targets"`
 	// APIServerRequests is apiserver_request_total by verb over the whole run, every client
 	// (simulator and benchmark included).
 	APIServerRequests map[string]float64 `json:"apiserverRequests,omitempty"`
@@ -262,6 +264,7 @@ func (r *Report) writeRuns(w io.Writer) {
 // writeRest prints everything after the table of runs.
 func (r *Report) writeRest(w io.Writer) {
 	r.writeLatency(w)
+	r.writeFreshNamespaces(w)
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(w, "\nours / ReplicaSet (an instance is 3 objects: Exporter, config Secret, Pod; a ReplicaSet Pod is 1)")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -49,6 +49,7 @@ func run() error {
 	flag.IntVar(&cfg.Limits.Burst, "kube-api-burst", 1000, "--kube-api-burst of both controllers")
 	var defaultLimits int
 	flag.IntVar(&defaultLimits, "default-limits-size", 300, "also scale one set 0 -> N with the controller binary's own rate-limit defaults (0 to skip)")
+	flag.IntVar(&cfg.FreshNamespaces, "fresh-namespaces", 3, "sets of one instance, each created in a namespace the running controller (--leader-elect, default timings, all namespaces) never held a set in: set create -> first Exporter and first available (0 to skip)")
 	flag.StringVar(&sizes, "sizes", "1,50,100,200,300,500", "single-set scale-ups 0 -> N, comma-separated (each also reports per-instance latency)")
 	flag.StringVar(&multi, "multi", "100x5", "many-sets workload SETSxINSTANCES (empty to skip)")
 	flag.IntVar(&cfg.StormLeases, "storm-leases", 200, "leases of the lease storm (0 to skip)")
