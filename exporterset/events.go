@@ -44,6 +44,9 @@ const (
 	// eventLeasesRefused: the set has no enabled Exporter and cannot make one, so the
 	// Jumpstarter controller refuses its Leases (LeasesWait=False; the message says why).
 	eventLeasesRefused EventReason = "LeasesRefused"
+	// eventBoardsNotPreferred: upstream's core may hand a Lease to one of the set's virtual
+	// instances while a board its hardware selector names is free (hardware_policy.go).
+	eventBoardsNotPreferred EventReason = "BoardsNotPreferred"
 	// eventInvalidSpec: the class, the parameters or the selector are wrong.
 	eventInvalidSpec EventReason = "InvalidSpec"
 	// eventProvisionerError: the provisioner failed.

@@ -47,16 +47,18 @@ func hardwareSelectorOf(set *vtv1alpha1.ExporterSet, cls *vtv1alpha1.VirtualTarg
 	return sel, nil
 }
 
-// observeBoards lists, from the cache, the free boards sel names in the set's namespace.
-func (r *Reconciler) observeBoards(ctx context.Context, set *vtv1alpha1.ExporterSet, sel labels.Selector) ([]string, error) {
+// observeBoards lists, from the cache, the free boards sel names in the set's namespace, and
+// says why leases may not go to them first (hardware_policy.go); instance are the labels the
+// set's instances carry.
+func (r *Reconciler) observeBoards(ctx context.Context, set *vtv1alpha1.ExporterSet, sel labels.Selector, instance labels.Set) (free []string, note string, err error) {
 	if sel == nil {
-		return nil, nil
+		return nil, "", nil
 	}
 	var list jumpstarterv1alpha1.ExporterList
 	if err := r.client.List(ctx, &list, client.InNamespace(set.Namespace), client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing boards: %w", err)
+		return nil, "", fmt.Errorf("listing boards: %w", err)
 	}
-	return pool.FreeBoards(list.Items, sel), nil
+	return pool.FreeBoards(list.Items, sel), r.boardPolicyNote(ctx, set, list.Items, instance), nil
 }
 
 // boardsNote is what the Available message says of the boards counted toward the buffer.

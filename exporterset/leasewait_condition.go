@@ -27,7 +27,16 @@ func leasesWaitCondition(cond condFunc, res passResult) metav1.Condition {
 	case pl != nil && pl.LeasesRefused:
 		return cond(vtv1alpha1.ConditionLeasesWait, false, vtv1alpha1.ReasonNoEnabledExporter, "no enabled Exporter of the set stays: every one is disabled (quarantined, retiring or disabled by a person) or being replaced, and the ceiling leaves no room for another beside them: %s", coreRule)
 	}
-	return cond(vtv1alpha1.ConditionLeasesWait, true, vtv1alpha1.ReasonEnabledExporter, "%s; a Lease for the set waits Pending until an instance serves it", enabledNote(enabled, c.RestingReplicas))
+	return cond(vtv1alpha1.ConditionLeasesWait, true, vtv1alpha1.ReasonEnabledExporter, "%s; a Lease for the set waits Pending until an instance serves it%s", enabledNote(enabled, c.RestingReplicas), boardPolicySuffix(res.boardPolicy))
+}
+
+// boardPolicySuffix adds to the LeasesWait message why leases may not go to the boards
+// first (hardware_policy.go).
+func boardPolicySuffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return "; boards first not assured: " + note
 }
 
 // enabledNote counts the enabled Exporters, and those at rest.

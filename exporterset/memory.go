@@ -235,6 +235,7 @@ type memory struct {
 	pruned       *memo[prunedFields]      // per set: status fields upstream's CRD drops (pruned.go)
 	metrics      *memo[*metrics.Set]      // per set: the metrics' bookkeeping (metrics.go, slo.go)
 	sightings    *memo[hookSighting]      // per instance: a failed lease hook seen on the watch (quarantine_watch.go)
+	policies     *memo[policiesEntry]     // per set: its namespace's ExporterAccessPolicies (hardware_policy.go)
 }
 
 func newMemory() *memory {
@@ -259,6 +260,7 @@ func newMemory() *memory {
 	register(m, &m.pruned)
 	register(m, &m.metrics)
 	register(m, &m.sightings)
+	register(m, &m.policies)
 	return m
 }
 

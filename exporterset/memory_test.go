@@ -89,12 +89,13 @@ func TestMemoryForgetsEveryMemo(t *testing.T) {
 	m.pruned.putSet("ns/s", prunedFields{sequence: 7})
 	m.metrics.putSet("ns/s", &metrics.Set{})
 	m.sightings.putInstance("ns/s", "u", hookSighting{})
+	m.policies.putSet("ns/s", policiesEntry{ok: true})
 	if got, want := m.size(), len(m.all()); got != want {
 		t.Fatalf("%d entries, want one per memo (%d): a memo is missing from memory.all", got, want)
 	}
 	m.sweep("ns/s", nil, m.mark())
-	if got := m.size(); got != 13 {
-		t.Errorf("after the instance's sweep: %d entries, want the 13 set entries", got)
+	if got := m.size(); got != 14 {
+		t.Errorf("after the instance's sweep: %d entries, want the 14 set entries", got)
 	}
 	m.forget("ns/s")
 	if got := m.size(); got != 0 {

@@ -36,6 +36,9 @@ type observation struct {
 	// Boards are the free physical boards the set's hardware selector names, sorted
 	// (hardware.go); none without one.
 	Boards []string
+	// BoardPolicy says why upstream's core may hand a Lease to a virtual instance while a
+	// board is free ("" when it would not, or cannot be told; hardware_policy.go).
+	BoardPolicy string
 }
 
 // replacing is a copy of o whose instances and strays named in by are replaced by
@@ -157,7 +160,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 	}
 	pool.SortBookings(obs.Bookings)
 	var err error
-	obs.Boards, err = r.observeBoards(ctx, set, hardware)
+	obs.Boards, obs.BoardPolicy, err = r.observeBoards(ctx, set, hardware, instanceLabels)
 	return obs, err
 }
 

@@ -130,6 +130,8 @@ type passResult struct {
 	reuse    reuseResult    // the quarantine (quarantine_status.go)
 	gov      governance     // the budgets selecting the set
 	boards   []string       // the free boards counted toward the buffer (hardware.go)
+	// boardPolicy is why leases may not go to the boards first (hardware_policy.go).
+	boardPolicy string
 }
 
 // soonest collects the soonest requeue the steps of a pass ask for; it is safe for

@@ -22,6 +22,7 @@ package exporterset
 // +kubebuilder:rbac:groups=virtualtarget.jumpstarter.dev,resources=capacitybudgets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporters,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=jumpstarter.dev,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jumpstarter.dev,resources=exporteraccesspolicies,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get

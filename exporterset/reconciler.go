@@ -226,7 +226,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
 	res.counts.HardwareAvailableReplicas = int32(len(obs.Boards))
-	res.boards = obs.Boards
+	res.boards, res.boardPolicy = obs.Boards, obs.BoardPolicy
 	ms := r.metricsOf(keyOf(set))
 	r.metrics.ObserveStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
 	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)

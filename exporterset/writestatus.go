@@ -3,6 +3,7 @@ package exporterset
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 			old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type)
 			if old == nil || old.Reason != c.Reason || !byReason && old.Message != c.Message {
 				r.warning(p.set, nil, reason, action, "%s", c.Message)
+			}
+		}
+		if c.Type == vtv1alpha1.ConditionLeasesWait && res.boardPolicy != "" {
+			// Once when the note appears, not on every pass that still shows it.
+			if old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); old == nil || !strings.Contains(old.Message, res.boardPolicy) {
+				r.warning(p.set, nil, eventBoardsNotPreferred, "Observe", "%s", res.boardPolicy)
 			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
