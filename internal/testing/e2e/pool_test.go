@@ -34,6 +34,7 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 	ns := newNamespace(t, "sample")
 	c := startCore(t, ns)
 	rec := recordTransitions(t, ns)
+	trace := traceFirstInstance(t, ns)
 	created := time.Now()
 	if _, err := testenv.ApplySamples(ctx, env.Client, "", ns); err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 		return a.Status == "True", fmt.Sprintf("Available=%s %s: %s; pods:%s", a.Status, a.Reason, a.Message, describePods(podsOf(t, ns)))
 	})
 	t.Logf("set created -> first instance available on the real node: %s", firstAvailable.Round(10*time.Millisecond))
+	t.Logf("FIRST INSTANCE on the real node, upstream's core (each step's first sighting on a watch, since the samples were applied):\n%s", trace.breakdown())
 
 	for _, p := range podsOf(t, ns) {
 		if p.Status.Phase != corev1.PodRunning {
