@@ -159,6 +159,13 @@ func TestStandInAgainstUpstreamCore(t *testing.T) {
 		e := get()
 		return cond(e, "Registered") == "False" && e.Status.ExporterStatusValue == jsv1.ExporterStatusOffline, fmt.Sprintf("%+v", e.Status)
 	})
+	// Start returned once the core judged tokens: the exporter was never refused for an
+	// authenticator still starting (the probe's own refusals are the only ones).
+	if n := c.Count("authenticator not initialized"); n != c.ProbeRefusals {
+		t.Errorf("the core refused %d calls \"authenticator not initialized\", the readiness probe %d: the exporter met a core that was not ready", n, c.ProbeRefusals)
+	} else {
+		t.Logf("the readiness probe waited through %d refusals \"authenticator not initialized\"; the exporter met none", n)
+	}
 	if lines := c.Lines("Registering exporter"); len(lines) == 0 {
 		t.Errorf("upstream logged no \"Registering exporter\"")
 	} else {
