@@ -146,8 +146,8 @@ func startBoard(t *testing.T, ns, name string, labels map[string]string, caPEM [
 	}
 	cfg, err := exportercfg.Render(&exportercfg.Config{APIVersion: exportercfg.APIVersion, Kind: exportercfg.Kind,
 		Metadata: exportercfg.Metadata{Namespace: ns, Name: name}, Endpoint: ex.Status.Endpoint,
-		TLS:   exportercfg.TLS{CA: base64.StdEncoding.EncodeToString(caPEM)},
-		Token: string(sec.Data["token"]),
+		TLS:    exportercfg.TLS{CA: base64.StdEncoding.EncodeToString(caPEM)},
+		Token:  string(sec.Data["token"]),
 		Export: map[string]exportercfg.Driver{"power": {Type: "jumpstarter_driver_power.driver.MockPower"}},
 	})
 	if err != nil {

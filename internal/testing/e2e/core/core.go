@@ -11,8 +11,8 @@ package core
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
