@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/exportercfg"
+	"github.com/exporterset/exporterset/internal/testing/e2e/core"
 	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
@@ -144,8 +146,15 @@ func startBoard(t *testing.T, ns, name string, labels map[string]string, caPEM [
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ex.Status.Credential.Name}, &sec); err != nil {
 		t.Fatal(err)
 	}
+	// The board's exporter runs on this host, so it dials the core on loopback (the serving
+	// certificate names 127.0.0.1 too). From this host, a connection to the bridge address
+	// the core issued (status.endpoint, for Pods) was once taken by the machine's transparent
+	// egress proxy, which answered with a certificate of its own; what the bridge address
+	// serves here is logged.
+	hostEndpoint := fmt.Sprintf("127.0.0.1:%d", core.GRPCPort)
+	t.Logf("status.endpoint %s, dialled from this host: %s", ex.Status.Endpoint, servedCert(ex.Status.Endpoint))
 	cfg, err := exportercfg.Render(&exportercfg.Config{APIVersion: exportercfg.APIVersion, Kind: exportercfg.Kind,
-		Metadata: exportercfg.Metadata{Namespace: ns, Name: name}, Endpoint: ex.Status.Endpoint,
+		Metadata: exportercfg.Metadata{Namespace: ns, Name: name}, Endpoint: hostEndpoint,
 		TLS:    exportercfg.TLS{CA: base64.StdEncoding.EncodeToString(caPEM)},
 		Token:  string(sec.Data["token"]),
 		Export: map[string]exportercfg.Driver{"power": {Type: "jumpstarter_driver_power.driver.MockPower"}},
@@ -189,4 +198,20 @@ func startBoard(t *testing.T, ns, name string, labels map[string]string, caPEM [
 		return apimeta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionRegistered) &&
 			apimeta.IsStatusConditionTrue(ex.Status.Conditions, jsv1.ExporterConditionOnline), fmt.Sprintf("%+v", ex.Status.Conditions)
 	})
+}
+
+// servedCert describes the certificate addr serves to a TLS client that verifies nothing (a
+// diagnostic line).
+func servedCert(addr string) string {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // only read
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	certs := conn.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return "no certificate"
+	}
+	c := certs[0]
+	return fmt.Sprintf("subject %q, issuer %q, DNS %v, IPs %v", c.Subject.String(), c.Issuer.String(), c.DNSNames, c.IPAddresses)
 }
