@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,7 +204,7 @@ func startBoard(t *testing.T, ns, name string, labels map[string]string, caPEM [
 // servedCert describes the certificate addr serves to a TLS client that verifies nothing (a
 // diagnostic line).
 func servedCert(addr string) string {
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // only read
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}) //nolint:gosec // only read
 	if err != nil {
 		return err.Error()
 	}
