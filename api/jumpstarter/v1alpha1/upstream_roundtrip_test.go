@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "skipped: upstream CRD round-trip tests: %v\n", err)
 		os.Exit(0)
 	}
-	testenv.Main(m, &env, testenv.WithUpstreamJumpstarterCRDs())
+	up, _ := testenv.UpstreamCRDDir()
+	testenv.Main(m, &env, testenv.WithUpstreamJumpstarterCRDs(), testenv.WithCRDDirs(filepath.Join(up, "jumpstarter.dev_exporteraccesspolicies.yaml")))
 }
 
 // ignoreServerFields drops what the API server sets on every object.
@@ -88,6 +90,38 @@ func TestExporterRoundTripsThroughUpstreamCRD(t *testing.T) {
 	}
 	if bare.Spec.Enabled == nil || !*bare.Spec.Enabled || !bare.IsEnabled() {
 		t.Errorf("spec.enabled default = %v, want true", bare.Spec.Enabled)
+	}
+}
+
+// The controller only reads ExporterAccessPolicies; every field it reads survives upstream's
+// schema under the names the type gives it.
+func TestExporterAccessPolicyRoundTripsThroughUpstreamCRD(t *testing.T) {
+	ctx := context.Background()
+	ns, err := env.CreateNamespace(ctx, "upstream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &jumpstarterv1alpha1.ExporterAccessPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "boards-first", Namespace: ns},
+		Spec: jumpstarterv1alpha1.ExporterAccessPolicySpec{
+			ExporterSelector: metav1.LabelSelector{MatchLabels: map[string]string{"lab/kind": "physical"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "arch", Operator: metav1.LabelSelectorOpExists}}},
+			Policies: []jumpstarterv1alpha1.Policy{
+				{Priority: 20, From: []jumpstarterv1alpha1.From{{ClientSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}}}},
+				{Priority: 5, SpotAccess: true, MaximumDuration: &metav1.Duration{Duration: 2 * time.Hour}, From: []jumpstarterv1alpha1.From{{}}},
+			},
+		},
+	}
+	want := in.DeepCopy()
+	if err := env.Client.Create(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	var got jumpstarterv1alpha1.ExporterAccessPolicy
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(in), &got); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, &got, ignoreServerFields, cmpopts.IgnoreFields(metav1.TypeMeta{}, "Kind", "APIVersion")); d != "" {
+		t.Errorf("ExporterAccessPolicy changed through upstream's CRD (-sent +stored):\n%s", d)
 	}
 }
 
