@@ -13,11 +13,17 @@ import (
 // set count toward its warm buffer, so virtual instances run only for what the free boards
 // cannot serve. docs/hardware-first.md.
 
-// FreeBoard reports whether e can take the next Lease as a board: it is no pool's instance
-// (no controller owner, no set label), enabled and not being deleted, Online and
-// Registered, unleased, and reports itself Available (or nothing yet).
+// isBoard reports whether e can be a board at all: it is no pool's instance (no controller
+// owner, no set label), whatever its labels.
+func isBoard(e *jumpstarterv1alpha1.Exporter) bool {
+	return metav1.GetControllerOf(e) == nil && e.Labels[LabelSet] == ""
+}
+
+// FreeBoard reports whether e can take the next Lease as a board: it is a board (isBoard),
+// enabled and not being deleted, Online and Registered, unleased, and reports itself
+// Available (or nothing yet).
 func FreeBoard(e *jumpstarterv1alpha1.Exporter) bool {
-	if metav1.GetControllerOf(e) != nil || e.Labels[LabelSet] != "" || e.DeletionTimestamp != nil {
+	if !isBoard(e) || e.DeletionTimestamp != nil {
 		return false
 	}
 	in := &Instance{Exporter: e}

@@ -2,7 +2,8 @@ package pool
 
 import (
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,18 +24,16 @@ import (
 // board's rank is the best priority any non-spot rule of a policy selecting it gives, and
 // so is the instances'. A board no rule approves is named: it never takes a Lease at all.
 func BoardsNotPreferred(policies []jumpstarterv1alpha1.ExporterAccessPolicy, boards []jumpstarterv1alpha1.Exporter, instance labels.Set) string {
-	var names []string
-	byName := map[string]labels.Set{}
+	var named []*jumpstarterv1alpha1.Exporter
 	for i := range boards {
-		if e := &boards[i]; metav1.GetControllerOf(e) == nil && e.Labels[LabelSet] == "" {
-			names = append(names, e.Name)
-			byName[e.Name] = e.Labels
+		if e := &boards[i]; isBoard(e) {
+			named = append(named, e)
 		}
 	}
-	if len(names) == 0 {
+	if len(named) == 0 {
 		return ""
 	}
-	sort.Strings(names)
+	slices.SortFunc(named, func(a, b *jumpstarterv1alpha1.Exporter) int { return strings.Compare(a.Name, b.Name) })
 	if len(policies) == 0 {
 		return "no ExporterAccessPolicy in the namespace: the Jumpstarter controller approves boards and instances alike at priority 0 and hands free ones out by name, so a Lease may go to a virtual instance while a board is free"
 	}
@@ -42,13 +41,13 @@ func BoardsNotPreferred(policies []jumpstarterv1alpha1.ExporterAccessPolicy, boa
 	if !ok {
 		return "" // no rule approves the instances: no Lease goes to them
 	}
-	for _, n := range names {
-		p, from, ok := bestPriority(policies, byName[n])
+	for _, e := range named {
+		p, from, ok := bestPriority(policies, e.Labels)
 		switch {
 		case !ok:
-			return fmt.Sprintf("board %s is approved by no ExporterAccessPolicy rule: the Jumpstarter controller never hands it a Lease, yet it counts toward the buffer while free", n)
+			return fmt.Sprintf("board %s is approved by no ExporterAccessPolicy rule: the Jumpstarter controller never hands it a Lease, yet it counts toward the buffer while free", e.Name)
 		case p <= inst:
-			return fmt.Sprintf("board %s ranks at priority %d (ExporterAccessPolicy %s), not above the set's instances at %d (%s): a Lease may go to a virtual instance while the board is free", n, p, from, inst, instFrom)
+			return fmt.Sprintf("board %s ranks at priority %d (ExporterAccessPolicy %s), not above the set's instances at %d (%s): a Lease may go to a virtual instance while the board is free", e.Name, p, from, inst, instFrom)
 		}
 	}
 	return ""
