@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/testing/fakeprov"
@@ -71,6 +73,44 @@ func TestExternalLastPlaceAtRestWithTargetServes(t *testing.T) {
 	st := w.waitHealthy("one", 1, 60*time.Second)
 	if ex := w.exporters("one"); len(ex) != 1 || ex[0].Name != before.Name {
 		t.Fatalf("want %s serving, got %d Exporters: %s", before.Name, len(ex), summary(st))
+	}
+	l := w.lease("after-roll", "one")
+	w.waitServed(l)
+	enabled.check(t)
+	cw.check(t, 1, 0)
+}
+
+// The instance's target exists and its Pod serves: a roll at the ceiling leaves both as they
+// are. Before the fix each pass renewed it in place, which rested its Pod without ever
+// relabelling it (the target is kept), so the next pass started a fresh Pod and the one
+// after rested it again: the exporter never stayed registered and the set never became
+// available (the soak's seed 1796602166579767388).
+func TestExternalLastPlaceServingWithTargetKeepsItsPod(t *testing.T) {
+	w := newWorld(t)
+	w.ext = fakeprov.NewExternal(w.fake)
+	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
+	w.controller(env.Config)
+	set := w.set("one", 1, 1, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
+	w.waitHealthy("one", 1, 60*time.Second)
+	before := w.exporters("one")[0]
+	pod := w.podUID(before.Name)
+	enabled := w.watchEnabled("one")
+	cw := w.watchCeiling("one", 1)
+	dips := w.sampleAvailability("one")
+	w.edit(set, func() { set.Spec.Template.Metadata.Annotations = map[string]string{"rolled": "yes"} })
+	w.waitStatus("one", 30*time.Second, "the roll seen", func(st vtv1alpha1.ExporterSetStatus) bool {
+		c := apimeta.FindStatusCondition(st.Conditions, string(vtv1alpha1.ConditionProgressing))
+		return st.ObservedGeneration == w.getSet("one").Generation && c != nil && c.Reason == string(vtv1alpha1.ReasonRollingInstances)
+	})
+	time.Sleep(3 * time.Second) // passes run on every event of the set meanwhile
+	if lowest, samples := dips.finish(); lowest < 1 {
+		t.Errorf("availability fell to %d during the roll (%d samples): the serving Pod was rested", lowest, samples)
+	}
+	if now := w.podUID(before.Name); now != pod {
+		t.Fatalf("the Pod on the kept target was replaced (%s -> %s)", pod, now)
+	}
+	if ex := w.exporters("one"); len(ex) != 1 || ex[0].Name != before.Name {
+		t.Fatalf("want %s serving on, got %d Exporters", before.Name, len(ex))
 	}
 	l := w.lease("after-roll", "one")
 	w.waitServed(l)

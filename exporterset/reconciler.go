@@ -255,6 +255,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		hold = p.now.Add(externalRetry) // the remote end's state is unknown: create and start nothing until it answers
 	}
 	in := planInput(p, obs, res.health, expected, r.bookingLead(p, obs), hold, int32(r.createParallelism))
+	in.TargetKept = keptTargets(p, obs.Instances, res.external.states)
 	qp := r.planQuarantine(p, in)
 	res.reuse = reuseResultOf(breaker, policyProblems, obs, qp)
 	in = withQuarantine(in, qp, breaker)

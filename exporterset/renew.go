@@ -24,8 +24,7 @@ import (
 func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan, ext externalStates) (held map[types.UID]bool, errs []error) {
 	outdated := make(map[*pool.Instance]bool, len(plan.Renew))
 	for _, in := range plan.Renew {
-		st := ext.of(in)
-		outdated[in] = externalOf(p.prov) == nil || st != nil && st.Phase == provisioner.ExternalGone
+		outdated[in] = !targetKept(p, ext.of(in))
 	}
 	for _, in := range plan.Renewed {
 		p.events.add(eventRenewed, in.Name(), in.Exporter)
@@ -41,6 +40,27 @@ func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan, ext
 		}
 	}
 	return held, errs
+}
+
+// targetKept reports whether an instance's target is not rebuilt in place: its provisioner
+// builds external targets and its target (state st) exists, or is not known to be gone.
+func targetKept(p *pass, st *provisioner.ExternalState) bool {
+	return externalOf(p.prov) != nil && (st == nil || st.Phase != provisioner.ExternalGone)
+}
+
+// keptTargets are the instances whose target is kept (pool.PlanInput.TargetKept); nil for a
+// provisioner without external targets.
+func keptTargets(p *pass, instances []*pool.Instance, ext externalStates) map[*pool.Instance]bool {
+	if externalOf(p.prov) == nil {
+		return nil
+	}
+	kept := make(map[*pool.Instance]bool, len(instances))
+	for _, in := range instances {
+		if targetKept(p, ext.of(in)) {
+			kept[in] = true
+		}
+	}
+	return kept
 }
 
 // renew writes one instance's renewal in place on its Exporter, in one patch carrying the

@@ -104,8 +104,9 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 // (a create of this pass or the next takes its place first); at the ceiling it is renewed
 // in place: brought to the current spec (Renew) and its Pod replaced. The renewed instance
 // is returned, to be counted warm: one at rest gets its Pod in this pass where a Pod is
-// wanted, whether or not its relabelling lands (an external target keeps its labels until
-// it is built again, renew.go), so the last place never waits for room that cannot come.
+// wanted, whether or not its relabelling lands, so the last place never waits for room that
+// cannot come. An instance whose target is kept (an external target that exists, renew.go)
+// is not renewed: it serves on as it is.
 func keepLastRetired(in PlanInput, p *Plan) (renewed *Instance) {
 	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
 		return nil
@@ -129,6 +130,15 @@ func keepLastRetired(in PlanInput, p *Plan) (renewed *Instance) {
 	if roomBeside(in) {
 		p.Bridge = cand
 		return nil
+	}
+	if in.TargetKept[cand] {
+		// Renewing it in place would rest its Pod on every pass without ever relabelling it:
+		// the target stays, and so does the Pod serving on it.
+		if cand.ActivePod() == nil && cand.HasPod() {
+			p.Renewed = append(p.Renewed, cand)
+			p.RestartPods = append(p.RestartPods, cand)
+		}
+		return cand
 	}
 	if cand.SpecHash() != in.SpecHash || usedUp(cand, in.MaxUseCount) || idleAged(in, cand) {
 		p.Renew = append(p.Renew, cand)

@@ -62,6 +62,11 @@ type PlanInput struct {
 	// CreateLimit paces creates: at most this many instances begun and not yet finished
 	// (CreateRoom, pacing.go); 0 leaves creates unpaced.
 	CreateLimit int32
+	// TargetKept are the instances whose target is not rebuilt in place: an external
+	// target that exists. Kept as the set's last place at the ceiling (leasewait.go), such an
+	// instance serves on as it is, outdated or used up, until room allows a surge; only a
+	// completed Pod of it is replaced.
+	TargetKept map[*Instance]bool
 }
 
 // ceiling is the set's ceiling now, the lower of maxReplicas and the budget's; bounded is

@@ -95,6 +95,21 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Wanted: 1, Renew: []string{"old"}, StartPods: []string{"old"}},
 		},
 		{
+			name: "roll at a ceiling of 1, its external target kept: it serves on as it is, its Pod stays",
+			in:   withKept(input(0, 1, 1, fixture.Instance("old", fixture.Ready, fixture.Hash("h0")))),
+			want: planSummary{Wanted: 1},
+		},
+		{
+			name: "the same at rest: its Pod starts on the kept target, not renewed",
+			in:   withKept(input(0, 1, 1, fixture.Instance("old", fixture.Hash("h0")))),
+			want: planSummary{Wanted: 1, StartPods: []string{"old"}},
+		},
+		{
+			name: "used up at a ceiling of 1 with its external target kept: it serves on",
+			in:   withKept(withMaxUse(withRecycle(input(0, 1, 1, fixture.Instance("a", fixture.Ready, usedOnce)), vtv1alpha1.RecycleInPlaceReuse), 1)),
+			want: planSummary{Wanted: 1},
+		},
+		{
 			name: "roll with room: the new one first, the outdated standby after",
 			in:   input(0, 3, 0, fixture.Instance("old", fixture.Hash("h0"))),
 			want: planSummary{Create: 1, Standby: 1, Bridge: "old"},
@@ -192,6 +207,15 @@ var usedOnce fixture.Trait = func(in *pool.Instance) {
 	in.Exporter.Annotations[pool.AnnotationUseCount] = "1"
 	in.Exporter.Annotations[pool.AnnotationLastLease] = "l"
 	in.Exporter.Annotations[pool.AnnotationIdleSince] = fixture.Epoch.Format(time.RFC3339)
+}
+
+// withKept marks every instance's target as kept (an external target that exists).
+func withKept(in pool.PlanInput) pool.PlanInput {
+	in.TargetKept = map[*pool.Instance]bool{}
+	for _, i := range in.Instances {
+		in.TargetKept[i] = true
+	}
+	return in
 }
 
 func withMaxUse(in pool.PlanInput, n int) pool.PlanInput   { in.MaxUseCount = n; return in }
