@@ -280,6 +280,9 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
 		}
 		r.metrics.CountCreated(p.set.Namespace, p.set.Name, len(created))
+		if p.set.Status.InstanceSequence == 0 && len(created) > 0 {
+			traceFirst(ctx, stepExporterCreate, "exporters", created)
+		}
 		if err != nil {
 			r.warning(p.set, nil, eventCreateFailed, "Create", "creating instances: %v", err)
 			return seq, err

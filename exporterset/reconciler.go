@@ -188,6 +188,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	if skip || err != nil {
 		return res, true, err
 	}
+	if set.Status.ObservedGeneration == 0 {
+		traceFirst(ctx, stepFirstPass)
+	}
 	var policyProblems []policyProblem
 	p.policy, policyProblems = reusePolicyOf(set, p.class)
 

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/exporterset/exporterset/exporterset"
 )
 
 // ProvisionerElectionID is the leader election Lease of one provisioner's controller, named
@@ -151,7 +153,7 @@ func (l *provisionerLocks) campaign(k lockKey) {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				l.set(k, true)
-				l.log.Info("acquired "+what+"; reconciling its sets", "lease", k.namespace+"/"+k.lease)
+				l.log.Info("acquired "+what+"; reconciling its sets", "lease", k.namespace+"/"+k.lease, "namespace", k.namespace, exporterset.StepKey, "gate opened")
 				if opened := l.openedFunc(); opened != nil {
 					opened(k.namespace)
 				}

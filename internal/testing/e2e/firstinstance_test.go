@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,12 +22,13 @@ import (
 
 	jsv1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset"
 )
 
 // firstInstance times, on watches of one namespace, the steps of a new set's first instance
 // on the real path (issue 41): each step's first sighting, from the moment the recording
 // began (just before the set was created). The steps inside the controller before its first
-// create (its lock, its first pass) show only as the time to "Exporter created".
+// create (its lock, its first pass, its create call) come from its log (controllerSteps).
 type firstInstance struct {
 	start time.Time
 	mu    sync.Mutex
@@ -33,6 +37,9 @@ type firstInstance struct {
 
 // The steps, in the order an instance goes through them.
 const (
+	stepGate       = "controller: gate opened"
+	stepFirstPass  = "controller: first pass"
+	stepCreate     = "controller: Exporter create"
 	stepExporter   = "Exporter created"
 	stepCredential = "credential issued (core)"
 	stepConfig     = "config Secret written"
@@ -43,7 +50,7 @@ const (
 	stepAvailable  = "set: first instance available"
 )
 
-var firstInstanceSteps = []string{stepExporter, stepCredential, stepConfig, stepPod, stepScheduled, stepStarted, stepRegistered, stepAvailable}
+var firstInstanceSteps = []string{stepGate, stepFirstPass, stepCreate, stepExporter, stepCredential, stepConfig, stepPod, stepScheduled, stepStarted, stepRegistered, stepAvailable}
 
 // traceFirstInstance starts the recording for ns; it stops with the test.
 func traceFirstInstance(t *testing.T, ns string) *firstInstance {
@@ -127,6 +134,48 @@ func allStarted(p *corev1.Pod) bool {
 		n++
 	}
 	return n > 0 && n == len(p.Spec.InitContainers)+len(p.Spec.Containers)
+}
+
+// controllerSteps adds the steps the controller logged for ns (exporterset.StepKey) to the
+// record, at the time the container runtime stamped on each log line (this host's clock, as
+// the watches'). A step logged more than once counts at its first line.
+func (f *firstInstance) controllerSteps(ns string) {
+	files, _ := filepath.Glob(filepath.Join(nd.PodLogsDir(), controllerNamespace+"_*", "*", "*.log"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			// A CRI log line: "<RFC3339Nano> <stream> <tag> <message>".
+			fields := strings.SplitN(line, " ", 4)
+			if len(fields) < 4 || !strings.Contains(fields[3], `"`+ns+`"`) {
+				continue
+			}
+			var msg map[string]any
+			if json.Unmarshal([]byte(fields[3]), &msg) != nil {
+				continue
+			}
+			step, _ := msg[exporterset.StepKey].(string)
+			at, err := time.Parse(time.RFC3339Nano, fields[0])
+			if step == "" || err != nil {
+				continue
+			}
+			f.mu.Lock()
+			if prev, seen := f.at["controller: "+step]; !seen || at.Sub(f.start) < prev {
+				f.at["controller: "+step] = at.Sub(f.start)
+			}
+			f.mu.Unlock()
+		}
+	}
+}
+
+// seen reports whether step was recorded.
+func (f *firstInstance) seen(step string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.at[step]
+	return ok
 }
 
 // breakdown is one line per step: its time since the set's create and since the step before.

@@ -49,7 +49,13 @@ func TestSamplePoolOnRealNode(t *testing.T) {
 		return a.Status == "True", fmt.Sprintf("Available=%s %s: %s; pods:%s", a.Status, a.Reason, a.Message, describePods(podsOf(t, ns)))
 	})
 	t.Logf("set created -> first instance available on the real node: %s", firstAvailable.Round(10*time.Millisecond))
-	t.Logf("FIRST INSTANCE on the real node, upstream's core (each step's first sighting on a watch, since the samples were applied):\n%s", trace.breakdown())
+	trace.controllerSteps(ns)
+	for _, step := range []string{stepGate, stepFirstPass, stepCreate} {
+		if !trace.seen(step) {
+			t.Errorf("the controller logged no %q step for namespace %s", step, ns)
+		}
+	}
+	t.Logf("FIRST INSTANCE on the real node, upstream's core (each step's first sighting on a watch or in the controller's log, since the samples were applied):\n%s", trace.breakdown())
 
 	for _, p := range podsOf(t, ns) {
 		if p.Status.Phase != corev1.PodRunning {
