@@ -41,8 +41,9 @@ func (g governance) names() []string {
 }
 
 // governanceOf reads the budgets of the set's namespace from the cache; holds is how many
-// Exporters the set holds now, as this pass sees them.
-func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet, holds int32) (governance, error) {
+// Exporters the set holds now, as this pass sees them, and rolling whether some of them are
+// outdated (replaced by surge).
+func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet, holds int32, rolling bool) (governance, error) {
 	var g governance
 	if !r.budgets {
 		return g, nil
@@ -59,7 +60,7 @@ func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterS
 		}
 		g.budgets = append(g.budgets, b)
 		for _, s := range b.Status.Sets {
-			if c := ceilingOf(b, s, holds); s.Name == set.Name && (g.ceiling == nil || c < *g.ceiling) {
+			if c := ceilingOf(b, s, holds, rolling); s.Name == set.Name && (g.ceiling == nil || c < *g.ceiling) {
 				g.ceiling, g.strictest = &c, b.Name
 			}
 		}
@@ -75,9 +76,16 @@ func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterS
 // wants only to surge, and its reservation still needs the place free (internal/ledger).
 // The budget's count is as fresh as its last status: the set's own part of it is taken
 // from what the pass holds now (holds), so a place the set itself has just freed counts
-// as free before the budget has written again.
-func ceilingOf(b *vtv1alpha1.CapacityBudget, s vtv1alpha1.BudgetSetStatus, holds int32) int32 {
-	used := b.Status.Used.Instances - s.Instances + holds
+// as free before the budget has written again. While the set rolls, the place it took to
+// surge stays its own: counted as used, it would take the spare away the moment the budget
+// wrote the surge instance into its count, and the ceiling, one lower, would retire an
+// outdated instance that still serves before its successor is available.
+func ceilingOf(b *vtv1alpha1.CapacityBudget, s vtv1alpha1.BudgetSetStatus, holds int32, rolling bool) int32 {
+	own := holds
+	if rolling {
+		own = min(holds, s.Allowed)
+	}
+	used := b.Status.Used.Instances - s.Instances + own
 	if s.Allowed >= s.Wanted && used < b.Spec.Limits.Instances {
 		return s.Allowed + 1
 	}

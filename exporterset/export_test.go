@@ -90,3 +90,6 @@ const (
 	EventWaiting          = eventWaiting
 	UpstreamLabelSet      = upstreamLabelSet
 )
+
+// CeilingOf is ceilingOf (budgetgov.go), for its table test.
+var CeilingOf = ceilingOf

@@ -249,7 +249,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 		// From here on the pass sees its own retirements, which the cache may not show yet.
 		expected, obs = r.expectations.reconcile(keyOf(set), p.now, obs)
 	}
-	if p.gov, err = r.governanceOf(ctx, set, int32(len(obs.Instances)+len(obs.Strays))+expected); err != nil {
+	if p.gov, err = r.governanceOf(ctx, set, int32(len(obs.Instances)+len(obs.Strays))+expected, pool.Outdated(obs.Instances, p.hash)); err != nil {
 		return res, false, err
 	}
 	res.gov = p.gov

@@ -50,3 +50,14 @@ func rollOutdated(in PlanInput, old, fresh []*Instance, need, room, busy int32, 
 	}
 	return out
 }
+
+// Outdated reports whether any of instances was built from a spec other than hash: the set
+// is rolling.
+func Outdated(instances []*Instance, hash string) bool {
+	for _, i := range instances {
+		if i.SpecHash() != hash {
+			return true
+		}
+	}
+	return false
+}
