@@ -2,6 +2,7 @@ package exporterset_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/testing/jumpsim"
 	"github.com/exporterset/exporterset/internal/tuning"
 )
@@ -90,8 +92,17 @@ func TestImagePullFailure(t *testing.T) {
 	failures := `
 # HELP exporterset_instance_failures_total Instance failures seen, by reason (ImagePullFailed, TargetCrashing, Unschedulable, ...): each instance counts once per reason it shows.
 # TYPE exporterset_instance_failures_total counter
-exporterset_instance_failures_total{exporterset="pool",namespace="` + w.ns + `",reason="ImagePullFailed"} 1
 `
+	// Every reason is exported from the first pass, at zero until it happens.
+	reasons := pool.FailureReasons()
+	slices.Sort(reasons)
+	for _, r := range reasons {
+		n := 0
+		if r == vtv1alpha1.ReasonImagePullFailed {
+			n = 1
+		}
+		failures += fmt.Sprintf("exporterset_instance_failures_total{exporterset=\"pool\",namespace=%q,reason=%q} %d\n", w.ns, r, n)
+	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(failures), "exporterset_instance_failures_total"); err != nil {
 		t.Error(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // TestVocabularyMatchesBehaviour: every condition reason the API declares and every event
@@ -76,4 +78,25 @@ func constantsOfType(t *testing.T, file, typ string) (names []string) {
 		return true
 	})
 	return names
+}
+
+// TestFailureReasonsComplete: every reason this package gives a Problem is among
+// pool.FailureReasons, whose failure counters are exported at zero from a set's first pass.
+func TestFailureReasonsComplete(t *testing.T) {
+	known := map[string]bool{}
+	for _, r := range pool.FailureReasons() {
+		known["vtv1alpha1.Reason"+string(r)] = true
+	}
+	code := productionCode(t, ".")
+	found := 0
+	for _, part := range strings.Split(code, "Problem{Reason: ")[1:] {
+		name := part[:strings.IndexAny(part, ", }")]
+		found++
+		if !known[name] {
+			t.Errorf("%s is a Problem's reason but not among pool.FailureReasons: its failure counter appears only at its first failure", name)
+		}
+	}
+	if found < 5 {
+		t.Fatalf("found only %d Problem reasons in the code; the test no longer reads it", found)
+	}
 }

@@ -33,3 +33,15 @@ func (ps Problems) Replaces(in *Instance) bool {
 	p := ps.Of(in)
 	return p != nil && p.Replace
 }
+
+// FailureReasons returns every reason diagnosis gives a Problem (a new slice), so that a
+// set's failure counters can be exported at zero from its first pass: increase() cannot
+// count a series' first sample, so a counter that appears at 1 hides the first failure.
+func FailureReasons() []vtv1alpha1.ConditionReason {
+	return []vtv1alpha1.ConditionReason{
+		vtv1alpha1.ReasonImagePullFailed, vtv1alpha1.ReasonTargetCrashing, vtv1alpha1.ReasonUnschedulable,
+		vtv1alpha1.ReasonContainerCreateFailed, vtv1alpha1.ReasonNotRegistering, vtv1alpha1.ReasonEvicted,
+		vtv1alpha1.ReasonNodeLost, vtv1alpha1.ReasonStartupDeadlineExceeded, vtv1alpha1.ReasonExternalTargetFailed,
+		vtv1alpha1.ReasonReuseCheckFailing,
+	}
+}

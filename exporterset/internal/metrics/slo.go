@@ -128,10 +128,13 @@ func (m *Metrics) ObserveSLO(ns, name string, set *Set, in SLOInput) {
 }
 
 // initSeries creates a set's counters and histograms at zero, so that they are exported
-// (and rate() works) before the first event. Failure reasons appear when they happen.
+// (and rate() works) before the first event, failures by every reason diagnosis knows.
 func (m *Metrics) initSeries(ns, name string) {
 	for _, c := range []*prometheus.CounterVec{m.created, m.retired, m.recycled} {
 		c.WithLabelValues(ns, name)
+	}
+	for _, reason := range pool.FailureReasons() {
+		m.failures.WithLabelValues(ns, name, string(reason))
 	}
 	for _, reason := range pool.RetirementReasons() {
 		m.retirements.WithLabelValues(ns, name, string(reason))
