@@ -19,10 +19,7 @@ import (
 // The instance's remote target is gone (never built at rest): it is renewed to the current
 // spec, and the target it gets is built from it.
 func TestExternalLastPlaceWithoutTargetRenewedAndServes(t *testing.T) {
-	w := newWorld(t)
-	w.ext = fakeprov.NewExternal(w.fake)
-	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
-	w.controller(env.Config)
+	w := newExtWorld(t)
 	set := w.set("one", 0, 1, 0, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
 	w.waitAtRest("one")
 	if n := len(w.ext.Remotes()); n != 0 {
@@ -52,10 +49,7 @@ func TestExternalLastPlaceWithoutTargetRenewedAndServes(t *testing.T) {
 // place, but its Pod starts again on it, so the set serves on the old target rather than
 // not at all.
 func TestExternalLastPlaceAtRestWithTargetServes(t *testing.T) {
-	w := newWorld(t)
-	w.ext = fakeprov.NewExternal(w.fake)
-	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
-	w.controller(env.Config)
+	w := newExtWorld(t)
 	set := w.set("one", 1, 1, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
 	w.waitHealthy("one", 1, 60*time.Second)
 	before := w.exporters("one")[0]
@@ -86,10 +80,7 @@ func TestExternalLastPlaceAtRestWithTargetServes(t *testing.T) {
 // after rested it again: the exporter never stayed registered and the set never became
 // available (the soak's seed 1796602166579767388).
 func TestExternalLastPlaceServingWithTargetKeepsItsPod(t *testing.T) {
-	w := newWorld(t)
-	w.ext = fakeprov.NewExternal(w.fake)
-	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
-	w.controller(env.Config)
+	w := newExtWorld(t)
 	set := w.set("one", 1, 1, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "ext" })
 	w.waitHealthy("one", 1, 60*time.Second)
 	before := w.exporters("one")[0]
@@ -116,4 +107,14 @@ func TestExternalLastPlaceServingWithTargetKeepsItsPod(t *testing.T) {
 	w.waitServed(l)
 	enabled.check(t)
 	cw.check(t, 1, 0)
+}
+
+// newExtWorld is a world with the controller running and class "ext" on the fake external
+// provisioner.
+func newExtWorld(t *testing.T) *world {
+	w := newWorld(t)
+	w.ext = fakeprov.NewExternal(w.fake)
+	w.class("ext", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.ExternalName })
+	w.controller(env.Config)
+	return w
 }
