@@ -169,3 +169,14 @@ func runningPods(warm []*Instance) []*Instance {
 	}
 	return out
 }
+
+// withoutPodded are the instances of list that have no Pod.
+func withoutPodded(list []*Instance) []*Instance {
+	var out []*Instance
+	for _, i := range list {
+		if !i.HasPod() {
+			out = append(out, i)
+		}
+	}
+	return out
+}

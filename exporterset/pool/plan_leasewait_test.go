@@ -80,6 +80,21 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Wanted: 1, Renew: []string{"old"}, RestPods: []string{"old"}},
 		},
 		{
+			name: "an outdated instance whose Pod is pending, at a ceiling of 1, while backing off: not relabelled, for its Pod cannot be replaced now",
+			in:   withBackoff(input(0, 1, 1, fixture.Instance("old", fixture.Hash("h0"), fixture.Pod(corev1.PodPending)))),
+			want: planSummary{Wanted: 1, RequeueAfter: 8 * time.Second},
+		},
+		{
+			name: "the same once the backoff ended: renewed and its Pod replaced",
+			in:   input(0, 1, 1, fixture.Instance("old", fixture.Hash("h0"), fixture.Pod(corev1.PodPending))),
+			want: planSummary{Wanted: 1, Renew: []string{"old"}, RestPods: []string{"old"}},
+		},
+		{
+			name: "the resting standby outdated while backing off: relabelled, no Pod to replace",
+			in:   withBackoff(input(0, 1, 0, fixture.Instance("old", fixture.Hash("h0")))),
+			want: planSummary{Standby: 1, Renew: []string{"old"}, RequeueAfter: 8 * time.Second},
+		},
+		{
 			name: "roll of the resting standby at a ceiling of 1: relabelled, no Pod to replace",
 			in:   input(0, 1, 0, fixture.Instance("old", fixture.Hash("h0"))),
 			want: planSummary{Standby: 1, Renew: []string{"old"}},
@@ -215,6 +230,12 @@ func withKept(in pool.PlanInput) pool.PlanInput {
 	for _, i := range in.Instances {
 		in.TargetKept[i] = true
 	}
+	return in
+}
+
+// withBackoff has the set back off for 8 s more.
+func withBackoff(in pool.PlanInput) pool.PlanInput {
+	in.BackoffUntil = in.Now.Add(8 * time.Second)
 	return in
 }
 

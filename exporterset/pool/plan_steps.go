@@ -265,6 +265,11 @@ func (s *planState) finish() {
 	if in.Now.Before(in.BackoffUntil) {
 		p.BackingOff, p.Held = true, p.Create+p.CreateAfterRemove
 		p.Create, p.CreateAfterRemove, p.RemoveBeforeCreate, p.StartPods, p.RestartPods, p.RestPods = 0, 0, 0, nil, nil, nil
+		// A renewal whose Pod is not replaced now waits as well: relabelled alone, the
+		// instance would count as current while its Pod still runs the old spec (a Pod
+		// that cannot be scheduled stayed so after its class was fixed), and no later pass
+		// would replace it.
+		p.Renew, p.Renewed = withoutPodded(p.Renew), withoutPodded(p.Renewed)
 		p.wakeAt(in.BackoffUntil.Sub(in.Now))
 	}
 	p.LeasesRefused = in.KeepsLeasesWaiting() && p.Create == 0 && !enabledStays(in, p)
