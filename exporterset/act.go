@@ -69,7 +69,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 		errs = append(errs, r.retire(ctx, p, in, plan.RetirementReason(in)))
 	}
 	// The last enabled Exporter at the ceiling is kept and renewed in place (leasewait.go).
-	held, renewErrs := r.renewAll(ctx, p, plan, ext)
+	held, renewErrs := r.renewAll(ctx, p, plan)
 	errs = append(errs, renewErrs...)
 	if n := len(plan.Reclaimed); n > 0 {
 		for _, in := range plan.Reclaimed {

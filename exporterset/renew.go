@@ -17,14 +17,13 @@ import (
 // renewAll writes, for each instance the plan keeps as its set's last enabled Exporter at the
 // ceiling (pool/leasewait.go), what its renewal in place needs on the Exporter, and returns
 // the instances whose Pod restart must not be asked for in this pass: their write lost a race.
-// An external target that exists is not rebuilt in place: its instance keeps its labels and
-// serves on as it is until room allows a surge. One whose target is gone (never built, or
-// deleted behind the controller) is relabelled: the target it gets next is built from the
-// current spec (ext are the pass's external states).
-func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan, ext externalStates) (held map[types.UID]bool, errs []error) {
+// Those in plan.Renew are relabelled to the current spec. An external target that exists is
+// never among them (PlanInput.TargetKept, keptTargets): it is not rebuilt in place, and its
+// instance serves on as it is until room allows a surge.
+func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan) (held map[types.UID]bool, errs []error) {
 	outdated := make(map[*pool.Instance]bool, len(plan.Renew))
 	for _, in := range plan.Renew {
-		outdated[in] = !targetKept(p, ext.of(in))
+		outdated[in] = true
 	}
 	for _, in := range plan.Renewed {
 		p.events.add(eventRenewed, in.Name(), in.Exporter)
@@ -42,21 +41,17 @@ func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan, ext
 	return held, errs
 }
 
-// targetKept reports whether an instance's target is not rebuilt in place: its provisioner
-// builds external targets and its target (state st) exists, or is not known to be gone.
-func targetKept(p *pass, st *provisioner.ExternalState) bool {
-	return externalOf(p.prov) != nil && (st == nil || st.Phase != provisioner.ExternalGone)
-}
-
-// keptTargets are the instances whose target is kept (pool.PlanInput.TargetKept); nil for a
-// provisioner without external targets.
+// keptTargets are the instances whose target is not rebuilt in place
+// (pool.PlanInput.TargetKept): their provisioner builds external targets and their target
+// exists, or is not known to be gone (one never built, or deleted behind the controller, is
+// relabelled and built from the current spec). Nil for a provisioner without external targets.
 func keptTargets(p *pass, instances []*pool.Instance, ext externalStates) map[*pool.Instance]bool {
 	if externalOf(p.prov) == nil {
 		return nil
 	}
 	kept := make(map[*pool.Instance]bool, len(instances))
 	for _, in := range instances {
-		if targetKept(p, ext.of(in)) {
+		if st := ext.of(in); st == nil || st.Phase != provisioner.ExternalGone {
 			kept[in] = true
 		}
 	}
