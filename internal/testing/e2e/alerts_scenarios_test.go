@@ -166,8 +166,8 @@ func alertBudget(t *testing.T, st *prom.Stack, ns string) {
 	patchNamed(t, ns, budget.Name, &vtv1alpha1.CapacityBudget{}, func(o client.Object) {
 		o.(*vtv1alpha1.CapacityBudget).Spec.Limits.Instances = 6
 	})
-	waitAssigned(t, waiting)
-	waitAssigned(t, booked)
+	waitLeaseAssigned(t, waiting, 2*time.Minute)
+	waitLeaseAssigned(t, booked, 2*time.Minute)
 	if b := booked.Status.BeginTime; b != nil {
 		t.Logf("the waiting lease was assigned after %s; the booked one began %s after its beginTime",
 			time.Since(waiting.CreationTimestamp.Time).Round(time.Second), b.Sub(booked.Spec.BeginTime.Time))
@@ -242,28 +242,4 @@ func createAll(t *testing.T, objs ...client.Object) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// patchNamed reads the object name of ns into obj, changes it and patches the difference.
-func patchNamed(t *testing.T, ns, name string, obj client.Object, change func(client.Object)) {
-	t.Helper()
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
-		t.Fatal(err)
-	}
-	before := obj.DeepCopyObject().(client.Object)
-	change(obj)
-	if err := env.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitAssigned waits until the lease has an Exporter.
-func waitAssigned(t *testing.T, l *jsv1.Lease) {
-	t.Helper()
-	testproc.WaitFor(t, 2*time.Minute, "lease "+l.Name+" to be assigned", func() (bool, string) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
-			return false, err.Error()
-		}
-		return l.Status.ExporterRef != nil, fmt.Sprintf("conditions %+v", l.Status.Conditions)
-	})
 }

@@ -241,25 +241,12 @@ func setRuntimeImage(image string) func(t *testing.T, ns string) {
 
 func patchSet(t *testing.T, ns string, change func(*vtv1alpha1.ExporterSet)) {
 	t.Helper()
-	s := getSet(t, ns, "pool")
-	before := s.DeepCopy()
-	change(s)
-	if err := env.Client.Patch(ctx, s, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	patchNamed(t, ns, "pool", &vtv1alpha1.ExporterSet{}, func(o client.Object) { change(o.(*vtv1alpha1.ExporterSet)) })
 }
 
 func patchClass(t *testing.T, ns string, change func(*vtv1alpha1.VirtualTargetClass)) {
 	t.Helper()
-	var c vtv1alpha1.VirtualTargetClass
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "small"}, &c); err != nil {
-		t.Fatal(err)
-	}
-	before := c.DeepCopy()
-	change(&c)
-	if err := env.Client.Patch(ctx, &c, client.MergeFrom(before)); err != nil {
-		t.Fatal(err)
-	}
+	patchNamed(t, ns, "small", &vtv1alpha1.VirtualTargetClass{}, func(o client.Object) { change(o.(*vtv1alpha1.VirtualTargetClass)) })
 }
 
 // waitKVMAllocatable waits until the node offers KVM devices (want) or none.

@@ -220,13 +220,32 @@ func createLease(t *testing.T, ns string, selector map[string]string) *jsv1.Leas
 func takeLease(t *testing.T, ns string, selector map[string]string) *jsv1.Lease {
 	t.Helper()
 	l := createLease(t, ns, selector)
-	testproc.WaitFor(t, time.Minute, "lease "+l.Name+" to be assigned", func() (bool, string) {
+	waitLeaseAssigned(t, l, time.Minute)
+	return l
+}
+
+// waitLeaseAssigned waits until the lease has an Exporter, reading it into l.
+func waitLeaseAssigned(t *testing.T, l *jsv1.Lease, timeout time.Duration) {
+	t.Helper()
+	testproc.WaitFor(t, timeout, "lease "+l.Name+" to be assigned", func() (bool, string) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(l), l); err != nil {
 			return false, err.Error()
 		}
 		return l.Status.ExporterRef != nil, fmt.Sprintf("conditions %+v", l.Status.Conditions)
 	})
-	return l
+}
+
+// patchNamed reads the object name of ns into obj, changes it and patches the difference.
+func patchNamed(t *testing.T, ns, name string, obj client.Object, change func(client.Object)) {
+	t.Helper()
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	change(obj)
+	if err := env.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // releaseLease ends a lease as a client does (spec.release).
