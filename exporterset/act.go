@@ -16,6 +16,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
@@ -24,7 +26,7 @@ import (
 
 // act carries out the plan: remove, retire, publish the decisions for the live instances and
 // poke those the decisions changed for, then create; the instance reconciler
-// (instancectl.go) configures, starts and restarts them. Creates never take the set over
+// (internal/controllers/instance) configures, starts and restarts them. Creates never take the set over
 // maxReplicas: plan.Create fits beside everything that exists, and plan.CreateAfterRemove
 // more follow only as removals are confirmed gone. holdUntil is when the plan lets
 // Pods start again (a failure backoff, an unreachable remote end); problems and ext are
@@ -73,7 +75,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	errs = append(errs, renewErrs...)
 	if n := len(plan.Reclaimed); n > 0 {
 		for _, in := range plan.Reclaimed {
-			p.events.add(eventBudgetReclaim, in.Name()+" (CapacityBudget "+p.gov.strictest+")", in.Exporter)
+			p.events.Add(eventlog.BudgetReclaim, in.Name()+" (CapacityBudget "+p.gov.strictest+")", in.Exporter)
 		}
 		r.metrics.CountReclaims(p.set.Namespace, p.gov.strictest, p.set.Name, n)
 	}
@@ -96,12 +98,12 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	var caErr error
 	for _, in := range live {
 		if in.Credentialed() {
-			ca, res.caProblem, caErr = r.caBundle(ctx, p) // without it, no config Secret is written
+			ca, res.caProblem, caErr = r.ca.Get(ctx, p.set, p.class) // without it, no config Secret is written
 			break
 		}
 	}
 	intents := intentsOf(p, plan, holdUntil, ca, problems, ext, held)
-	r.memory.intents.putSet(keyOf(p.set), intents)
+	r.board.Publish(keyOf(p.set), intents)
 	r.pokeChanged(ctx, p, intents, live)
 	var err error
 	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
@@ -138,7 +140,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
 	var live []*pool.Instance
 	for _, in := range obs.Instances {
-		if !done[in.Name()] && !outOfPool(in) && !in.Foreign() {
+		if !done[in.Name()] && !objects.OutOfPool(in) && !in.Foreign() {
 			live = append(live, in)
 		}
 	}
@@ -148,16 +150,16 @@ func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
 // configured is what building each live instance last met, in instance order: waiting for
 // its credential, or what the instance reconciler reported (an external instance's invalid
 // target first).
-func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error) []configureResult {
-	out := make([]configureResult, len(live))
+func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error) []contract.Result {
+	out := make([]contract.Result, len(live))
 	for i, in := range live {
 		switch {
 		case external != nil && external[i] != nil:
-			out[i] = configureResult{podErr: external[i]}
+			out[i] = contract.Result{PodErr: external[i]}
 		case !in.Credentialed():
-			out[i] = configureResult{waitingCred: true}
+			out[i] = contract.Result{WaitingCred: true}
 		default:
-			out[i], _ = r.memory.results.forInstance(keyOf(p.set), in.Exporter.UID)
+			out[i], _ = r.board.Result(keyOf(p.set), in.Exporter.UID)
 		}
 	}
 	return out
@@ -222,7 +224,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 	// The instance reconciler needs the CA bundle the moment the first credential appears:
 	// read it beside the first creates, not on that instance's chain.
 	prefetched := make(chan struct{})
-	go func() { defer close(prefetched); _, _, _ = r.caBundle(ctx, p) }()
+	go func() { defer close(prefetched); _, _, _ = r.ca.Get(ctx, p.set, p.class) }()
 	defer func() { <-prefetched }()
 	// A pass whose status write failed after it created instances leaves the sequence
 	// behind them: the names it would compute again belong to instances already counted.
@@ -259,7 +261,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			reservedAt := r.clock.Now().Truncate(time.Second)
 			got, err := r.reserve(ctx, p, names, per)
 			if err != nil {
-				r.warning(p.set, nil, eventCreateFailed, "Create", "reserving capacity: %v", err)
+				r.warning(p.set, nil, eventlog.CreateFailed, "Create", "reserving capacity: %v", err)
 				return seq, err
 			}
 			if got < len(names) {
@@ -284,7 +286,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			traceFirst(ctx, stepExporterCreate, "exporters", created)
 		}
 		if err != nil {
-			r.warning(p.set, nil, eventCreateFailed, "Create", "creating instances: %v", err)
+			r.warning(p.set, nil, eventlog.CreateFailed, "Create", "creating instances: %v", err)
 			return seq, err
 		}
 	}
@@ -312,7 +314,7 @@ func (r *Reconciler) createBatch(ctx context.Context, p *pass, names []string, r
 			case err != nil:
 				errs[i] = fmt.Errorf("%s: %w", name, err)
 			default:
-				p.events.add(eventCreated, name, e)
+				p.events.Add(eventlog.Created, name, e)
 				ok[i] = true
 			}
 		}()

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -19,14 +20,9 @@ import (
 // instances of the set by that reference (setIndex indexes the owner, not only LabelSet).
 // Without our spec-hash label they count as outdated, so the roll (roll.go) replaces the
 // idle ones by surge, and a leased one only once its lease is over. Its Pods and config
-// Secrets carry upstreamLabelSet instead of LabelSet and are outside the label-restricted
+// Secrets carry objects.UpstreamLabelSet instead of LabelSet and are outside the label-restricted
 // caches; while a set has such instances, their Pods are read uncached, so that status and
 // diagnosis see them. Nothing is written to a foreign instance but its retirement.
-
-// upstreamLabelSet is the label upstream's controller puts on its Pods and config Secrets,
-// naming the set. Ours carry it too, so that upstream's controller, put back, finds their
-// Pods instead of trying to create a second one.
-const upstreamLabelSet = "exporterset.jumpstarter.dev/name"
 
 // observeForeign attaches their Pods to the set's foreign instances, read through the
 // uncached reader by upstream's label: those Pods are not in the cache.
@@ -43,7 +39,7 @@ func (r *Reconciler) observeForeign(ctx context.Context, set *vtv1alpha1.Exporte
 		return nil
 	}
 	var pods corev1.PodList
-	if err := r.apiReader.List(ctx, &pods, client.InNamespace(set.Namespace), client.MatchingLabels{upstreamLabelSet: set.Name}); err != nil {
+	if err := r.apiReader.List(ctx, &pods, client.InNamespace(set.Namespace), client.MatchingLabels{objects.UpstreamLabelSet: set.Name}); err != nil {
 		return fmt.Errorf("listing pods of upstream-made instances: %w", err)
 	}
 	for i := range pods.Items {

@@ -18,6 +18,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
+	"github.com/exporterset/exporterset/exporterset/internal/controllers/instance"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -72,7 +73,7 @@ func (w *world) upstreamPod(set *vtv1alpha1.ExporterSet, e *jumpstarterv1alpha1.
 	if err := w.c.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: exporterset.DefaultCAConfigMap}, &ca); err != nil {
 		w.t.Fatal(err)
 	}
-	cfg, err := exporterset.RenderExporterConfig(e, token, []byte(ca.Data[exporterset.DefaultCAKey]), set.Spec.RecycleStrategy, set.Spec.Template.Spec.Drivers, nil)
+	cfg, err := instance.RenderConfig(e, token, []byte(ca.Data[exporterset.DefaultCAKey]), set.Spec.RecycleStrategy, set.Spec.Template.Spec.Drivers, nil)
 	if err != nil {
 		w.t.Fatal(err)
 	}

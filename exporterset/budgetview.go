@@ -105,7 +105,7 @@ func (r *Reconciler) leadTimeOf(set *vtv1alpha1.ExporterSet) time.Duration {
 			return d
 		}
 	}
-	if log, ok := r.memory.startup.forSet(keyOf(set)); ok {
+	if log, ok := r.memory.startup.ForSet(keyOf(set)); ok {
 		if lead, ok := log.LeadTime(); ok {
 			return lead
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -49,16 +50,16 @@ func TestDegradedCondition(t *testing.T) {
 		}, want: condWant{T, vtv1alpha1.ReasonClassNotFound, `class "c" gone`}},
 		{name: "CA missing before credentials", edit: func(p *condInput) {
 			p.res.act.caProblem = "CA bundle ConfigMap ns/x not found"
-			p.res.act.configured = []configureResult{{credMissing: "credential Secret t of a not found"}}
+			p.res.act.configured = []contract.Result{{CredMissing: "credential Secret t of a not found"}}
 		}, want: condWant{T, vtv1alpha1.ReasonCABundleMissing, "ns/x not found"}},
 		{name: "credentials of every instance, joined", edit: func(p *condInput) {
-			p.res.act.configured = []configureResult{{credMissing: "t1 missing"}, {waitingCred: true}, {credMissing: "t2 missing"}}
+			p.res.act.configured = []contract.Result{{CredMissing: "t1 missing"}, {WaitingCred: true}, {CredMissing: "t2 missing"}}
 		}, want: condWant{T, vtv1alpha1.ReasonCredentialsMissing, "t1 missing; t2 missing"}},
 		{name: "a failed create", instances: failingPool, edit: func(p *condInput) {
 			p.res.act.createErr = errors.New("quota exceeded")
 		}, want: condWant{T, vtv1alpha1.ReasonProvisionerError, "creating instances: quota exceeded"}},
 		{name: "a Pod error: the last instance's", edit: func(p *condInput) {
-			p.res.act.configured = []configureResult{{podErr: errors.New("first")}, {}, {podErr: errors.New("forbidden by policy")}}
+			p.res.act.configured = []contract.Result{{PodErr: errors.New("first")}, {}, {PodErr: errors.New("forbidden by policy")}}
 		}, want: condWant{T, vtv1alpha1.ReasonProvisionerError, "starting pods: forbidden by policy"}},
 		{name: "failing instances", instances: failingPool, want: condWant{T, vtv1alpha1.ReasonImagePullFailed, "1 of 1 instances cannot pull an image"}},
 		{name: "backing off, nothing failing now", edit: func(p *condInput) {
@@ -104,7 +105,7 @@ func TestProgressingCondition(t *testing.T) {
 		{name: "retiring", edit: func(p *condInput) { p.res.plan.Retire = []*pool.Instance{fixture.Instance("a")} },
 			want: condWant{T, vtv1alpha1.ReasonRetiringInstances, "retiring 1, removing 0"}},
 		{name: "waiting for credentials", edit: func(p *condInput) {
-			p.res.act.configured = []configureResult{{waitingCred: true}, {}, {waitingCred: true}}
+			p.res.act.configured = []contract.Result{{WaitingCred: true}, {}, {WaitingCred: true}}
 		}, want: condWant{T, vtv1alpha1.ReasonWaitingForCredentials, "2 instances wait"}},
 		{name: "instances not ready", instances: []*pool.Instance{fixture.Instance("a", fixture.Pod("Pending"))},
 			want: condWant{T, vtv1alpha1.ReasonWaitingForInstances, "1 instances are not ready yet"}},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -85,7 +86,7 @@ func TestAvailableTruthTable(t *testing.T) {
 			p.res.health.backoff = pool.Backoff{Failures: 3, Until: p.now.Add(-time.Second)}
 		}, want: true, wantReason: vtv1alpha1.ReasonWarmBufferMet},
 		{name: "credentials missing, buffer not met", p: conditionPass(0, 1, imm, fixture.Instance("a")), edit: func(p *condInput) {
-			p.res.act.configured = []configureResult{{credMissing: "credential Secret x-token of x not found"}}
+			p.res.act.configured = []contract.Result{{CredMissing: "credential Secret x-token of x not found"}}
 		}, wantReason: vtv1alpha1.ReasonCredentialsMissing},
 		{name: "WaitForFirstConsumer: idle instances wait", p: conditionPass(0, 1, wffc, fixture.Instance("a")), want: true, wantReason: vtv1alpha1.ReasonWaitForFirstConsumer},
 		{name: "WaitForFirstConsumer: leased instances wait for no consumer", p: conditionPass(0, 1, wffc, fixture.Instance("a", fixture.Ready, fixture.Leased("l"))),

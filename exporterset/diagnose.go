@@ -10,6 +10,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -33,16 +34,11 @@ var (
 	createFailures = map[string]bool{"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true, "PreCreateHookError": true, "PostStartHookError": true}
 )
 
-// outOfPool reports an instance no longer part of the pool: on its way out (being deleted or
-// retired) or kept for inspection (quarantined). It has no problem, no failure to count, and
-// nothing more is built for it.
-func outOfPool(in *pool.Instance) bool { return in.Deleting() || in.Retiring() || in.Quarantined() }
-
 // diagnose returns the instance's problem, or nil. It is pure. Instances on their way out
 // (being deleted or retired) and quarantined ones (kept for inspection) have none: they no
 // longer count.
 func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
-	if outOfPool(in) {
+	if objects.OutOfPool(in) {
 		return nil
 	}
 	pod := currentPod(in)
@@ -69,7 +65,7 @@ func (d diagnosis) diagnose(in *pool.Instance) *pool.Problem {
 // or the startup deadline runs out); 0 when it does not. Nothing else wakes the set then.
 func (d diagnosis) recheckIn(in *pool.Instance) time.Duration {
 	pod := currentPod(in)
-	if pod == nil || in.Ready() || outOfPool(in) {
+	if pod == nil || in.Ready() || objects.OutOfPool(in) {
 		return 0
 	}
 	var next time.Duration
@@ -270,7 +266,7 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caP
 		version += fmt.Sprintf("/%s/%s", p.class.UID, p.class.ResourceVersion)
 	}
 	// The CA is an input too: a person who fixes a bad bundle gets a fresh attempt at once,
-	// not after the backoff its failures built (a failing set reads it again within caTTL).
+	// not after the backoff its failures built (a failing set reads it again within cabundle.TTL).
 	if caPEM != nil {
 		version += fmt.Sprintf("/ca:%x", sha256.Sum256(caPEM))
 	}
@@ -278,7 +274,7 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caP
 	renew := r.renewals(p, obs) // the last enabled Exporter's failed check (quarantine_lastplace.go)
 	for _, in := range obs.Instances {
 		var pr *pool.Problem
-		if !outOfPool(in) {
+		if !objects.OutOfPool(in) {
 			// An instance on its way out or quarantined has no problem, whatever its source:
 			// the status's failingReplicas and the conditions' failures count the same ones
 			// (a renewal noted before a later quarantine once made them differ).

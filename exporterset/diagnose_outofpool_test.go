@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -25,10 +27,10 @@ func TestRenewedThenQuarantinedHasNoProblem(t *testing.T) {
 	other := fixture.Instance("b", fixture.Ready)
 	other.Pods[0].UID = types.UID("pod-b")
 	for _, i := range []*pool.Instance{in, other} {
-		f := r.memory.instFailures.instanceOrPut(keyOf(set), i.Exporter.UID, func() *instanceFailures { return &instanceFailures{} })
+		f := r.memory.instFailures.InstanceOrPut(keyOf(set), i.Exporter.UID, func() *instanceFailures { return &instanceFailures{} })
 		f.renewPod = i.Pods[0].UID // both renewed once; only b is still in the pool
 	}
-	p := &pass{set: set, now: fixture.Epoch.Add(time.Minute), events: &passEvents{}, requeue: &soonest{}}
+	p := &pass{set: set, now: fixture.Epoch.Add(time.Minute), events: &eventlog.Batch{}, requeue: &state.Soonest{}}
 	h := r.diagnose(p, &observation{Instances: []*pool.Instance{in, other}}, externalStates{}, nil)
 	if pr := h.problems.Of(in); pr != nil {
 		t.Errorf("the quarantined instance has a problem: %+v", pr)

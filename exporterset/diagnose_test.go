@@ -252,15 +252,15 @@ func TestFailureBackoff(t *testing.T) {
 	}
 	// An instance's record goes with the instance (memory's one sweep), the set's with the
 	// set (its one forget).
-	if mem.instFailures.size() == 0 {
+	if mem.instFailures.Size() == 0 {
 		t.Fatal("no instance's failure record was kept: the checks below cannot fail")
 	}
-	mem.sweep("ns/s", nil, mem.mark())
-	if n := mem.instFailures.size(); n != 0 {
+	mem.Sweep("ns/s", nil, mem.Mark())
+	if n := mem.instFailures.Size(); n != 0 {
 		t.Errorf("a sweep that saw no instance kept %d instance failure records", n)
 	}
-	mem.forget("ns/s")
-	if mem.failures.holds("ns/s") {
+	mem.Forget("ns/s")
+	if mem.failures.Holds("ns/s") {
 		t.Error("forget kept the set's failure count")
 	}
 }

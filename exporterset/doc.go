@@ -9,9 +9,9 @@
 //	r := exporterset.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), registry)
 //	_ = r.SetupWithManager(mgr)
 //
-// # Two reconcilers: the set decides, the instance builds
+// # Two controllers: the set decides, the instance builds
 //
-// SetupWithManager registers two reconcilers, split as cluster-api splits MachineSet from
+// SetupWithManager registers two controllers (three with CapacityBudgets), split as cluster-api splits MachineSet from
 // Machine. Each object has one writer:
 //
 //   - the set reconciler (reconciler.go), keyed by ExporterSet, decides how many instances
@@ -20,23 +20,33 @@
 //     use-count and idle annotations (usecount.go) and the external-cleanup finalizer, creates
 //     external targets (external.go), and reserves places in CapacityBudgets (the ledger in
 //     their status, internal/ledger), which the budget controller also writes;
-//   - the instance reconciler (instancectl.go), keyed by Exporter, is the only writer of an
-//     instance's config Secret and Pods (and of the label on its credential Secret). It acts
-//     as soon as the Exporter has its credential, with what its set's last pass decided.
+//   - the instance controller (internal/controllers/instance), keyed by Exporter, is the
+//     only writer of an instance's config Secret and Pods (and of the label on its
+//     credential Secret). It acts as soon as the Exporter has its credential, with what its
+//     set's last pass decided. It is a package of its own and imports no other controller.
 //
 // Decisions flow one way, from the set to its instances, through one record per set
-// (intents.go) that the pass replaces whole and the instance reconciler only reads; the pass
-// pokes the instances whose inputs changed. What building an instance met (a missing
-// credential, an invalid Pod) flows back as a recorded result that the set's next pass turns
-// into conditions. Concurrency comes from the two workqueues, each serialising its keys; what
-// the two share is kept in per-set memos (memory.go), each behind its own mutex. Creates are paced by one pure mechanism, a window on the instances
-// begun and not yet finished that grows as they finish (pool.CreateRoom), so the first
-// instances are finished before the bulk is begun.
+// (contract.Intents, made in intents.go) that the pass replaces whole on the contract Board
+// and the instance controller only reads; the pass pokes the instances whose inputs changed.
+// What building an instance met (a missing credential, an invalid Pod) flows back as a
+// contract.Result that the set's next pass turns into conditions. Concurrency comes from the
+// two workqueues, each serialising its keys; the only state the two share is the Board and
+// the CA reader (internal/cabundle), memos of the one internal/state Memory. Creates are
+// paced by one pure mechanism, a window on the instances begun and not yet finished that
+// grows as they finish (pool.CreateRoom), so the first instances are finished before the
+// bulk is begun.
 //
 // # Packages
 //
-//   - exporterset (this package): the two reconcilers, what they read and write, and what
-//     they remember between passes. Everything here talks to the API server or a provisioner.
+//   - exporterset (this package): the front (NewReconciler, options, SetupWithManager) and,
+//     for now, the set reconciler, what it reads and writes, and what it remembers between
+//     passes.
+//   - exporterset/internal/controllers/instance: the instance controller.
+//   - exporterset/internal/contract: what the set and instance controllers share (Intents,
+//     Result, the Board).
+//   - exporterset/internal/state: the memos, registered in one Memory (one forget, one sweep).
+//   - exporterset/internal/eventlog: the event reasons and the per-pass batch.
+//   - exporterset/internal/cabundle: the CA bundle reader both controllers use.
 //   - exporterset/pool: the pool math, pure and exported for embedders: the read-only
 //     Instance view and its Problems, ComputeStatus, PlanScale with rolls and the deletion
 //     order, bookings, the failure backoff, the lead-time log and the create window. It
@@ -50,7 +60,7 @@
 //   - exporterset/internal/ledger: a budget's count of what its sets hold and the
 //     reservation before a create, shared by the set and budget controllers.
 //   - exporterset/internal/objects: what the controllers share about the objects they watch:
-//     the Exporter-changed predicate, instance names and labels.
+//     the Exporter-changed predicate, instance names and labels, well-known names.
 //   - exporterset/internal/metrics: the Prometheus series and the lease SLO bookkeeping.
 //   - exporterset/internal/fixture: instances built in memory for the pure tests.
 //
@@ -84,13 +94,14 @@
 //	                          (leasewait_condition.go, quarantine_status.go)
 //	write     writestatus.go  one status write, only when it changed; problem events
 //
-// The instance reconciler's steps (instancectl.go): the Exporter, its set and the set's
-// intents; its Pods (read by the index of their controller's UID) and Secrets
-// (observeInstance); restart Pods when decided; its config Secret and Pod (lifecycle.go,
-// through the provisioner); its result recorded. It is queued by its Exporter's credential,
-// enabled flag and labels, by a poke from the set's pass, and by updates and deletes of the
-// Pods and Secrets it owns, not their creates: it made them (predicates.go). What the
-// reconcilers remember lives in memory.go, one record per set (memos: the expectations, the
+// The instance controller's steps (internal/controllers/instance): the Exporter, its set
+// and class from the cache, and the set's Intents from the Board; its Pods (read by the
+// index of their controller's UID) and Secrets; restart Pods when decided; its config Secret
+// and Pod (through the provisioner; when a Pod starts is one rule, contract.StartsPod); its
+// Result recorded. It is queued by its Exporter's credential, enabled flag and labels, by a
+// poke from the set's pass, and by updates and deletes of the Pods and Secrets it owns, not
+// their creates: it made them. What the controllers remember are memos of one
+// internal/state Memory (memory.go lists the set controller's: the expectations, the
 // failure count and backoff, the status fields upstream's CRD prunes, the start-up samples,
 // the metrics' bookkeeping and the caches), under one rule: nothing outlives the set or the
 // instance it is about. A set's deletion has one forget, a pass one sweep of the instances

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -16,7 +17,7 @@ const expectationTimeout = 5 * time.Minute
 // yet: Exporters created and Exporters disabled for retirement. A reconcile running on a stale
 // cache counts them as done, so it neither creates an instance twice nor retires a second one.
 // It is a view of the set's record in memory (memory.go), which forgets it with the set.
-type expectations struct{ sets *memo[*setExpectations] }
+type expectations struct{ sets *state.Memo[*setExpectations] }
 
 // setExpectations is one set's expectations. Its own lock is for the goroutines of one pass;
 // passes of the set never overlap.
@@ -32,7 +33,7 @@ func newSetExpectations() *setExpectations {
 
 // expectCreated records Exporters this reconcile created.
 func (e expectations) expectCreated(key string, now time.Time, names ...string) {
-	s := e.sets.setOrPut(key, newSetExpectations)
+	s := e.sets.SetOrPut(key, newSetExpectations)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range names {
@@ -42,7 +43,7 @@ func (e expectations) expectCreated(key string, now time.Time, names ...string) 
 
 // expectRetiring records Exporters this reconcile disabled for retirement.
 func (e expectations) expectRetiring(key string, now time.Time, names ...string) {
-	s := e.sets.setOrPut(key, newSetExpectations)
+	s := e.sets.SetOrPut(key, newSetExpectations)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, n := range names {
@@ -55,7 +56,7 @@ func (e expectations) expectRetiring(key string, now time.Time, names ...string)
 // the cache still shows enabled is seen retiring. obs itself is not changed (the observed
 // objects are the cache's own, and an Instance is read-only after observation).
 func (e expectations) reconcile(key string, now time.Time, obs *observation) (int32, *observation) {
-	s, _ := e.sets.forSet(key)
+	s, _ := e.sets.ForSet(key)
 	if s == nil {
 		return 0, obs
 	}
@@ -86,7 +87,7 @@ func (e expectations) reconcile(key string, now time.Time, obs *observation) (in
 		asLeft[name] = retiringCopy(in, at)
 	}
 	if len(s.created) == 0 && len(s.retiring) == 0 {
-		e.sets.dropSet(key) // nothing pending: the set's record holds nothing of this
+		e.sets.DropSet(key) // nothing pending: the set's record holds nothing of this
 	}
 	return pending, obs.replacing(asLeft)
 }

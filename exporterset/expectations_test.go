@@ -39,7 +39,7 @@ func TestExpectationsLeaveTheObservationAlone(t *testing.T) {
 	if pending, seen = e.reconcile("ns/s", now.Add(2*time.Second), obs); pending != 0 || seen != obs {
 		t.Errorf("after the cache caught up: pending %d, observation replaced %v", pending, seen != obs)
 	}
-	if _, ok := mem.expectations.forSet("ns/s"); ok {
+	if _, ok := mem.expectations.ForSet("ns/s"); ok {
 		t.Error("fulfilled expectations are still held")
 	}
 }

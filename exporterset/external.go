@@ -15,6 +15,9 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/cabundle"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -73,7 +76,7 @@ func (s externalStates) of(in *pool.Instance) *provisioner.ExternalState { retur
 
 // externalRequest is p.req with the class's credentials, for the ExternalProvisioner
 // methods and Cleanup. The credentials Secret is read uncached (Secrets not labelled for a
-// set are not in the cache) and remembered per set for caTTL.
+// set are not in the cache) and remembered per set for cabundle.TTL.
 func (r *Reconciler) externalRequest(ctx context.Context, p *pass) (*provisioner.Request, string, error) {
 	creds, problem, err := r.credentials(ctx, p.set.Namespace, keyOf(p.set), p.class)
 	if err != nil || problem != "" {
@@ -96,18 +99,18 @@ func (r *Reconciler) credentials(ctx context.Context, namespace, set string, cla
 	if ref == nil || ref.Name == "" {
 		return nil, "", nil // the provisioner's Validate says whether it needs them
 	}
-	if e, ok := r.memory.credentials.forSet(set); ok && e.secret == ref.Name && r.clock.Since(e.at) < caTTL {
+	if e, ok := r.memory.credentials.ForSet(set); ok && e.secret == ref.Name && r.clock.Since(e.at) < cabundle.TTL {
 		return e.data, "", nil
 	}
 	var s corev1.Secret
 	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.memory.credentials.dropSet(set)
+			r.memory.credentials.DropSet(set)
 			return nil, fmt.Sprintf("credentials Secret %s/%s of class %s not found", namespace, ref.Name, class.Name), nil
 		}
 		return nil, "", fmt.Errorf("reading credentials Secret %s: %w", ref.Name, err)
 	}
-	r.memory.credentials.putSet(set, credentialsEntry{secret: ref.Name, data: s.Data, at: r.clock.Now()})
+	r.memory.credentials.PutSet(set, credentialsEntry{secret: ref.Name, data: s.Data, at: r.clock.Now()})
 	return s.Data, "", nil
 }
 
@@ -202,7 +205,7 @@ func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provision
 		}
 		setAnnotation(patched, AnnotationClass, p.class.Name)
 		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
-			return nil, ignoreConflict(client.IgnoreNotFound(err))
+			return nil, objects.IgnoreConflict(client.IgnoreNotFound(err))
 		}
 		e = patched
 	}
@@ -221,7 +224,7 @@ func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provision
 	if err := r.client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	p.events.add(eventExternalCreated, e.Name, patched)
+	p.events.Add(eventlog.ExternalCreated, e.Name, patched)
 	return nil, nil
 }
 

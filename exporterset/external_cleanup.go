@@ -15,6 +15,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -52,7 +53,7 @@ func (r *Reconciler) finalizeDeleting(ctx context.Context, p *pass, req *provisi
 // pass on a stale cache must not sweep what was just created.
 func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisioner.Request, obs *observation) error {
 	key := keyOf(p.set)
-	if last, ok := r.memory.inventory.forSet(key); ok && p.now.Sub(last) < r.inventoryInterval {
+	if last, ok := r.memory.inventory.ForSet(key); ok && p.now.Sub(last) < r.inventoryInterval {
 		return nil
 	}
 	ext := externalOf(p.prov)
@@ -87,11 +88,11 @@ func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisione
 			errs = append(errs, fmt.Errorf("cleaning up orphaned %s %s: %w", res.Kind, res.Name, err))
 			continue
 		}
-		r.warning(p.set, nil, eventOrphanCleaned, "Cleanup", "%s %s of instance %s, which no longer exists, was cleaned up (reclaimPolicy %s)",
+		r.warning(p.set, nil, eventlog.OrphanCleaned, "Cleanup", "%s %s of instance %s, which no longer exists, was cleaned up (reclaimPolicy %s)",
 			res.Kind, res.Name, res.Instance, orDefault(string(p.class.Spec.ReclaimPolicy), string(vtv1alpha1.ReclaimDelete)))
 	}
 	if len(errs) == 0 {
-		r.memory.inventory.putSet(key, p.now)
+		r.memory.inventory.PutSet(key, p.now)
 	}
 	return errors.Join(errs...)
 }

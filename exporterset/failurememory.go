@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -24,8 +26,8 @@ const (
 // instance (memory's sweep). A restarted controller starts without backoff and counts
 // again, which costs at most one more batch.
 type failureMemory struct {
-	sets      *memo[*setFailures]
-	instances *memo[*instanceFailures]
+	sets      *state.Memo[*setFailures]
+	instances *state.Memo[*instanceFailures]
 }
 
 type setFailures struct {
@@ -52,17 +54,17 @@ type instanceFailures struct {
 // returns the backoff state. version identifies the set's and class's specs: a person who
 // fixes an image must not wait out the cap. An instance newly ready also resets the count.
 func (m failureMemory) observe(key, version string, now time.Time, instances []*pool.Instance, problems pool.Problems, base, limit time.Duration) pool.Backoff {
-	s := m.sets.setOrPut(key, func() *setFailures { return &setFailures{} })
+	s := m.sets.SetOrPut(key, func() *setFailures { return &setFailures{} })
 	if s.version != version {
 		s.version, s.consecutive, s.last, s.lastName, s.reuse = version, 0, nil, "", reuseCount{}
 	}
 	var out pool.Backoff
 	for _, in := range instances {
 		uid := in.Exporter.UID
-		f := m.instances.instanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
+		f := m.instances.InstanceOrPut(key, uid, func() *instanceFailures { return &instanceFailures{} })
 		// Retiring instances are not diagnosed (no Problem) and may still be registered;
 		// one whose failure was counted is no proof the spec works.
-		if in.Ready() && problems.Of(in) == nil && !outOfPool(in) && !f.failedOnce && !f.everReady {
+		if in.Ready() && problems.Of(in) == nil && !objects.OutOfPool(in) && !f.failedOnce && !f.everReady {
 			f.everReady = true
 			s.consecutive, s.last, s.lastName = 0, nil, "" // a working instance: the spec is fine
 		}
@@ -95,7 +97,7 @@ func (m failureMemory) observe(key, version string, now time.Time, instances []*
 
 // failing reports whether the set's last pass counted failures (it backs off, or did).
 func (m failureMemory) failing(key string) bool {
-	s, ok := m.sets.forSet(key)
+	s, ok := m.sets.ForSet(key)
 	return ok && s.consecutive > 0
 }
 

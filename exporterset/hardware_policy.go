@@ -42,7 +42,7 @@ func (r *Reconciler) boardPolicyNote(ctx context.Context, set *vtv1alpha1.Export
 		return ""
 	}
 	key := keyOf(set)
-	e, ok := r.memory.policies.forSet(key)
+	e, ok := r.memory.policies.ForSet(key)
 	if !ok || r.clock.Since(e.at) >= policiesTTL {
 		var list jumpstarterv1alpha1.ExporterAccessPolicyList
 		err := r.apiReader.List(ctx, &list, client.InNamespace(set.Namespace))
@@ -50,7 +50,7 @@ func (r *Reconciler) boardPolicyNote(ctx context.Context, set *vtv1alpha1.Export
 			logf.FromContext(ctx).V(1).Info("ExporterAccessPolicies unreadable: the boards' priority is not judged", "error", err.Error())
 		}
 		e = policiesEntry{items: list.Items, ok: err == nil, at: r.clock.Now()}
-		r.memory.policies.putSet(key, e)
+		r.memory.policies.PutSet(key, e)
 	}
 	if !e.ok {
 		return ""

@@ -1,11 +1,13 @@
 package exporterset
 
+import "github.com/exporterset/exporterset/exporterset/internal/objects"
+
 // Names of Jumpstarter objects the reconciler reads.
 const (
 	// DefaultCAConfigMap is the namespace's CA ConfigMap used when a class names none.
-	DefaultCAConfigMap = "jumpstarter-service-ca-cert"
+	DefaultCAConfigMap = objects.DefaultCAConfigMap
 	// DefaultCAKey is the key of DefaultCAConfigMap.
-	DefaultCAKey = "ca.crt"
+	DefaultCAKey = objects.DefaultCAKey
 	// TokenKey is the key of the Jumpstarter credential Secret holding the token.
-	TokenKey = "token"
+	TokenKey = objects.TokenKey
 )

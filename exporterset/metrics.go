@@ -7,5 +7,5 @@ func (r *Reconciler) metricsOf(key string) *metrics.Set {
 	if r.metrics == nil {
 		return nil
 	}
-	return r.memory.metrics.setOrPut(key, func() *metrics.Set { return &metrics.Set{} })
+	return r.memory.metrics.SetOrPut(key, func() *metrics.Set { return &metrics.Set{} })
 }

@@ -1,12 +1,12 @@
 package exporterset
 
 import (
-	"sync/atomic"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 )
 
 func TestOwnWritesReadYourOwnStatus(t *testing.T) {
@@ -16,8 +16,7 @@ func TestOwnWritesReadYourOwnStatus(t *testing.T) {
 			Status:     vtv1alpha1.ExporterSetStatus{InstanceSequence: seq},
 		}
 	}
-	var clock atomic.Uint64
-	o := ownWrites{newMemo[ownWrite](&clock)}
+	o := ownWrites{state.Register[ownWrite](state.NewMemory(), "own")}
 	if got := o.latest(at("1", 0)); got.ResourceVersion != "1" {
 		t.Fatalf("nothing written: got version %s", got.ResourceVersion)
 	}

@@ -2,12 +2,14 @@ package exporterset
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner"
@@ -39,11 +41,11 @@ type pass struct {
 	policy   reusePolicy // the set's reuse policy (reusepolicy.go)
 	gov      governance  // the CapacityBudgets selecting the set (budgetgov.go)
 
-	events  *passEvents
-	requeue *soonest
+	events  *eventlog.Batch
+	requeue *state.Soonest
 }
 
-func (p *pass) requeueIn(d time.Duration) { p.requeue.in(d) }
+func (p *pass) requeueIn(d time.Duration) { p.requeue.In(d) }
 
 // binding is the class's binding mode, "" without a class.
 func (p *pass) binding() vtv1alpha1.BindingMode {
@@ -75,25 +77,17 @@ type health struct {
 // failing reports whether instances fail or the set backs off after failures.
 func (h health) failing(now time.Time) bool { return h.failures.Failing > 0 || h.backoff.Active(now) }
 
-// configureResult is what configuring one live instance met.
-type configureResult struct {
-	waitingCred bool   // the Jumpstarter controller has not issued its credential yet
-	credMissing string // its credential Secret is missing or has no token
-	podErr      error  // its drivers or Pod are invalid, or its Pod could not be created
-	version     string // the version of the set's decisions it was built with (intents.go)
-}
-
 // actResult is what act did and met.
 type actResult struct {
 	seq        int64 // the next instance sequence number
 	createErr  error // the batch of creates that failed
 	caProblem  string
-	configured []configureResult // one per live instance, in instance order
+	configured []contract.Result // one per live instance, in instance order
 }
 
 func (a actResult) waitingCreds() (n int) {
 	for _, c := range a.configured {
-		if c.waitingCred {
+		if c.WaitingCred {
 			n++
 		}
 	}
@@ -102,8 +96,8 @@ func (a actResult) waitingCreds() (n int) {
 
 func (a actResult) credMissing() (out []string) {
 	for _, c := range a.configured {
-		if c.credMissing != "" {
-			out = append(out, c.credMissing)
+		if c.CredMissing != "" {
+			out = append(out, c.CredMissing)
 		}
 	}
 	return out
@@ -112,8 +106,8 @@ func (a actResult) credMissing() (out []string) {
 // podErr is the last instance's Pod error: one is enough to say what is wrong.
 func (a actResult) podErr() (err error) {
 	for _, c := range a.configured {
-		if c.podErr != nil {
-			err = c.podErr
+		if c.PodErr != nil {
+			err = c.PodErr
 		}
 	}
 	return err
@@ -132,25 +126,4 @@ type passResult struct {
 	boards   []string       // the free boards counted toward the buffer (hardware.go)
 	// boardPolicy is why leases may not go to the boards first (hardware_policy.go).
 	boardPolicy string
-}
-
-// soonest collects the soonest requeue the steps of a pass ask for; it is safe for
-// concurrent use.
-type soonest struct {
-	mu sync.Mutex
-	d  time.Duration
-}
-
-func (s *soonest) in(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d > 0 && (s.d == 0 || d < s.d) {
-		s.d = d
-	}
-}
-
-func (s *soonest) get() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.d
 }

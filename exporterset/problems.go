@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -46,7 +47,7 @@ func summarizeFailures(instances []*pool.Instance, problems pool.Problems) failu
 	var s failureSummary
 	by := map[vtv1alpha1.ConditionReason][]*pool.Instance{}
 	for _, in := range instances {
-		if outOfPool(in) {
+		if objects.OutOfPool(in) {
 			continue // on their way out, or kept for inspection: not part of the pool any more
 		}
 		s.Total++

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 )
 
 // prunedStatus keeps the status fields the API server dropped from our last write. Upstream
@@ -14,7 +15,7 @@ import (
 // start again on every pass (no scale-down ever) and instance names would be computed from
 // sequence 0. With our CRD nothing is pruned and this stays empty. It is a view of the set's
 // record in memory (memory.go), which forgets it with the set.
-type prunedStatus struct{ sets *memo[prunedFields] }
+type prunedStatus struct{ sets *state.Memo[prunedFields] }
 
 type prunedFields struct {
 	uid          types.UID
@@ -36,15 +37,15 @@ func (p prunedStatus) noteWrite(got *vtv1alpha1.ExporterSet, want vtv1alpha1.Exp
 	}
 	f.prunes = want.ObservedGeneration != 0 && got.Status.ObservedGeneration == 0 || f.surplusSince != nil || f.sequence != 0
 	if !f.prunes {
-		p.sets.dropSet(key)
+		p.sets.DropSet(key)
 		return
 	}
-	p.sets.putSet(key, f)
+	p.sets.PutSet(key, f)
 }
 
 // restore fills into set's status what the API server dropped from our last write of it.
 func (p prunedStatus) restore(set *vtv1alpha1.ExporterSet) {
-	f, ok := p.sets.forSet(keyOf(set))
+	f, ok := p.sets.ForSet(keyOf(set))
 	if !ok || f.uid != set.UID {
 		return
 	}
@@ -58,13 +59,13 @@ func (p prunedStatus) restore(set *vtv1alpha1.ExporterSet) {
 // only in fields the API server drops from this set's status. Then b is not written, and
 // what it holds of those fields is remembered as if it had been.
 func (p prunedStatus) unchangedAsStored(set *vtv1alpha1.ExporterSet, a, b vtv1alpha1.ExporterSetStatus) bool {
-	f, ok := p.sets.forSet(keyOf(set))
+	f, ok := p.sets.ForSet(keyOf(set))
 	if !ok || f.uid != set.UID || !f.prunes || !statusEqual(withoutNewFields(a), withoutNewFields(b)) {
 		return false
 	}
 	f.surplusSince = b.SurplusSince.DeepCopy()
 	f.sequence = max(f.sequence, b.InstanceSequence)
-	p.sets.putSet(keyOf(set), f)
+	p.sets.PutSet(keyOf(set), f)
 	return true
 }
 

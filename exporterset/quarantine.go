@@ -13,6 +13,8 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -48,18 +50,18 @@ type quarantineCase struct {
 // (a copy; obs is not changed).
 func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) (reuseBreaker, *observation, error) {
 	key := keyOf(p.set)
-	s := r.memory.failures.setOrPut(key, func() *setFailures { return &setFailures{} })
+	s := r.memory.failures.SetOrPut(key, func() *setFailures { return &setFailures{} })
 	var cases []quarantineCase
 	for _, in := range obs.Instances {
 		if in.Quarantined() {
 			// A sighting noted after the pass that quarantined it must not quarantine it
 			// again once a person has taken it back into service.
-			r.memory.sightings.dropInstance(key, in.Exporter.UID)
+			r.memory.sightings.DropInstance(key, in.Exporter.UID)
 		}
-		if outOfPool(in) || in.Foreign() {
+		if objects.OutOfPool(in) || in.Foreign() {
 			continue
 		}
-		f := r.memory.instFailures.instanceOrPut(key, in.Exporter.UID, func() *instanceFailures { return &instanceFailures{} })
+		f := r.memory.instFailures.InstanceOrPut(key, in.Exporter.UID, func() *instanceFailures { return &instanceFailures{} })
 		if c, ok := r.failedCheck(p, in, f); ok {
 			cases = append(cases, c)
 			continue
@@ -81,7 +83,7 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 	var err error
 	for _, c := range cases {
 		if lastPlace(obs, c.in, disabled) {
-			f, _ := r.memory.instFailures.forInstance(key, c.in.Exporter.UID)
+			f, _ := r.memory.instFailures.ForInstance(key, c.in.Exporter.UID)
 			r.renewInstead(p, c, f)
 			s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))
 			continue
@@ -116,7 +118,7 @@ func (r *Reconciler) failedCheck(p *pass, in *pool.Instance, f *instanceFailures
 		st := in.Exporter.Status
 		return quarantineCase{in: in, reason: string(st.ExporterStatusValue), message: st.StatusMessage}, true
 	}
-	if s, ok := r.memory.sightings.forInstance(keyOf(p.set), in.Exporter.UID); ok {
+	if s, ok := r.memory.sightings.ForInstance(keyOf(p.set), in.Exporter.UID); ok {
 		return quarantineCase{in: in, reason: string(s.value), message: s.message}, true
 	}
 	if p.set.Spec.RecycleStrategy != vtv1alpha1.RecycleInPlaceReuse || in.Leased() || f.leasedOn == "" {
@@ -190,13 +192,13 @@ func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCas
 		}
 		e = &fresh
 	}
-	r.memory.sightings.dropInstance(keyOf(p.set), e.UID)
+	r.memory.sightings.DropInstance(keyOf(p.set), e.UID)
 	pol := p.policy
 	keep := fmt.Sprintf("kept for inspection until %s (quarantine-ttl %s, at most %d kept)", p.now.Add(pol.quarantineTTL).UTC().Format(time.RFC3339), pol.quarantineTTL, pol.maxQuarantined)
 	if pol.maxQuarantined == 0 {
 		keep = "removed shortly (max-quarantined 0)"
 	}
-	r.warning(p.set, patched, eventInstanceQuarantined, "Quarantine", "quarantined instance %s: %s: %q; disabled, %s", e.Name, c.reason, c.message, keep)
+	r.warning(p.set, patched, eventlog.InstanceQuarantined, "Quarantine", "quarantined instance %s: %s: %q; disabled, %s", e.Name, c.reason, c.message, keep)
 	return patched, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -36,8 +37,8 @@ func (r *Reconciler) renewInstead(p *pass, c quarantineCase, f *instanceFailures
 	if pod := currentPod(c.in); pod != nil {
 		f.renewPod = pod.UID
 	}
-	r.memory.sightings.dropInstance(keyOf(p.set), c.in.Exporter.UID)
-	r.warning(p.set, c.in.Exporter, eventInstanceQuarantined, "Quarantine",
+	r.memory.sightings.DropInstance(keyOf(p.set), c.in.Exporter.UID)
+	r.warning(p.set, c.in.Exporter, eventlog.InstanceQuarantined, "Quarantine",
 		"instance %s failed its check: %s: %q; it is the set's last enabled Exporter, so it stays enabled for Leases to wait on and its Pod is replaced instead of quarantined", c.in.Name(), c.reason, c.message)
 }
 
@@ -46,7 +47,7 @@ func (r *Reconciler) renewInstead(p *pass, c quarantineCase, f *instanceFailures
 func (r *Reconciler) renewals(p *pass, obs *observation) pool.Problems {
 	var out pool.Problems
 	for _, in := range obs.Instances {
-		f, ok := r.memory.instFailures.forInstance(keyOf(p.set), in.Exporter.UID)
+		f, ok := r.memory.instFailures.ForInstance(keyOf(p.set), in.Exporter.UID)
 		if !ok || f.renewPod == "" {
 			continue
 		}

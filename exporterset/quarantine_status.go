@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -129,5 +130,5 @@ func (r *Reconciler) surfacePolicyProblems(p *pass, problems []policyProblem) {
 	if c := apimeta.FindStatusCondition(last.Status.Conditions, vtv1alpha1.ConditionDegraded); c != nil && strings.Contains(c.Message, note) {
 		return
 	}
-	r.warning(p.set, nil, eventInvalidAnnotation, "Validate", "%s", note)
+	r.warning(p.set, nil, eventlog.InvalidAnnotation, "Validate", "%s", note)
 }

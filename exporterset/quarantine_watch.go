@@ -38,7 +38,7 @@ func (r *Reconciler) hookSightings() handler.EventHandler {
 			return
 		}
 		key := types.NamespacedName{Namespace: e.Namespace, Name: set}
-		r.memory.sightings.putInstance(key.String(), e.UID, hookSighting{value: e.Status.ExporterStatusValue, message: e.Status.StatusMessage})
+		r.memory.sightings.PutInstance(key.String(), e.UID, hookSighting{value: e.Status.ExporterStatusValue, message: e.Status.StatusMessage})
 		q.Add(reconcile.Request{NamespacedName: key})
 	}
 	return handler.Funcs{

@@ -19,8 +19,13 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/cabundle"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	"github.com/exporterset/exporterset/exporterset/internal/controllers/instance"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +62,12 @@ type Reconciler struct {
 
 	// memory is all it remembers between passes, under one rule (memory.go).
 	memory *memory
+	// board is where the set's pass and the instance controller meet (internal/contract).
+	board *contract.Board
+	// ca reads the CA bundles both sides use (internal/cabundle).
+	ca *cabundle.Reader
+	// instances is the instance controller (internal/controllers/instance).
+	instances *instance.Reconciler
 	// instancePokes and setPokes feed the instance and set reconcilers' queues from the
 	// other side (intents.go); nil until SetupWithManager.
 	instancePokes, setPokes chan event.GenericEvent
@@ -64,11 +75,6 @@ type Reconciler struct {
 
 // ownWrites is the status this reconciler last wrote, per set.
 func (r *Reconciler) ownWrites() ownWrites { return ownWrites{r.memory.own} }
-
-type driversEntry struct {
-	hash string
-	json []byte
-}
 
 // describeTTL bounds how long a provisioner's Description (its default images) is reused:
 // a plugin restarted with a new version is noticed within it.
@@ -102,6 +108,13 @@ func NewReconciler(c client.Client, apiReader client.Reader, registry *provision
 	for _, o := range opts {
 		o(r)
 	}
+	// After the options, so that an injected clock is theirs too.
+	r.board = contract.NewBoard(mem.Memory)
+	r.ca = cabundle.New(mem.Memory, apiReader, r.clock)
+	r.instances = instance.New(instance.Config{
+		Client: c, Clock: r.clock, Board: r.board, CA: r.ca, Memory: mem.Memory,
+		Gate: r.gate, RetryInterval: r.retryInterval,
+	})
 	if r.metricsReg != nil {
 		// After the options, so that an injected clock gives the start too.
 		r.metrics = metrics.New(r.metricsReg, r.clock.Now())
@@ -129,10 +142,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the garbage collector removes the instances
 	}
 	r.pruned.restore(&set)
-	p := &pass{set: &set, now: r.clock.Now(), events: &passEvents{}, requeue: &soonest{}}
+	p := &pass{set: &set, now: r.clock.Now(), events: &eventlog.Batch{}, requeue: &state.Soonest{}}
 	defer func() {
-		r.takeInstanceEvents(req.String(), p.events)
-		p.events.flush(r.recorder, p.set)
+		r.board.TakeEvents(req.String(), p.events)
+		p.events.Flush(r.recorder, p.set)
 	}()
 	res, skip, err := r.reconcile(ctx, p)
 	if !skip {
@@ -140,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if skip {
 		r.withdraw(req.String()) // gated, not served here, or a partial view: build nothing new
-		return ctrl.Result{RequeueAfter: p.requeue.get()}, err
+		return ctrl.Result{RequeueAfter: p.requeue.Get()}, err
 	}
 	if werr := r.writeStatus(ctx, p, res); werr != nil {
 		if err == nil && apierrors.IsConflict(werr) {
@@ -163,14 +176,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	p.requeueIn(resyncInterval)
-	return ctrl.Result{RequeueAfter: p.requeue.get()}, nil
+	return ctrl.Result{RequeueAfter: p.requeue.Get()}, nil
 }
 
 // forget drops everything of a deleted set: its record in memory (every memo, so every
 // store: expectations, failures, pruned status, start-ups, the metrics' bookkeeping and
 // the rest) and its metric series.
 func (r *Reconciler) forget(set types.NamespacedName) {
-	r.memory.forget(set.String())
+	r.memory.Forget(set.String())
 	r.metrics.Forget(set.Namespace, set.Name)
 }
 
@@ -195,12 +208,12 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	p.policy, policyProblems = reusePolicyOf(set, p.class)
 
 	hardware, hwBlocker := hardwareSelectorOf(set, p.class)
-	mark := r.memory.mark()
+	mark := r.memory.Mark()
 	obs, err := r.observe(ctx, set, p.selector, hardware)
 	if err != nil {
 		return res, true, err // a partial view must not become status
 	}
-	r.memory.sweep(keyOf(set), obs.uids(), mark)
+	r.memory.Sweep(keyOf(set), obs.uids(), mark)
 	// Instances that failed their check leave service first (quarantine.go).
 	breaker, obs, qErr := r.quarantine(ctx, p, obs)
 	r.surfacePolicyProblems(p, policyProblems)
@@ -220,12 +233,12 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	if res.blocked == nil && r.failureMemory.failing(keyOf(set)) {
 		// The CA is one of the inputs failures are counted against (diagnose): a failing
-		// set reads it (at most once per caTTL) so that a fixed bundle ends the backoff.
-		_, _, _ = r.caBundle(ctx, p)
+		// set reads it (at most once per cabundle.TTL) so that a fixed bundle ends the backoff.
+		_, _, _ = r.ca.Get(ctx, p.set, p.class)
 	}
-	res.health = r.diagnose(p, obs, res.external.states, r.knownCA(keyOf(set)))
+	res.health = r.diagnose(p, obs, res.external.states, r.ca.Known(keyOf(set)))
 	if res.health.backoff.Active(p.now) {
-		p.requeueIn(caTTL)
+		p.requeueIn(cabundle.TTL)
 	}
 	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
 	res.counts.HardwareAvailableReplicas = int32(len(obs.Boards))

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
@@ -26,7 +27,7 @@ func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan) (he
 		outdated[in] = true
 	}
 	for _, in := range plan.Renewed {
-		p.events.add(eventRenewed, in.Name(), in.Exporter)
+		p.events.Add(eventlog.Renewed, in.Name(), in.Exporter)
 		done, err := r.renew(ctx, p, in, outdated[in])
 		if err != nil {
 			errs = append(errs, err)

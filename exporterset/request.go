@@ -8,6 +8,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -64,7 +65,7 @@ func provisionerFailed(what string, err error) (*blocker, error) {
 func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Request, desc provisioner.Description) error {
 	key := keyOf(p.set)
 	want := validationEntry{setUID: string(p.set.UID), setGeneration: p.set.Generation, classVersion: string(p.class.UID) + "/" + p.class.ResourceVersion, defaultsVersion: desc.Version}
-	if e, ok := r.memory.validated.forSet(key); ok {
+	if e, ok := r.memory.validated.ForSet(key); ok {
 		if e.setUID == want.setUID && e.setGeneration == want.setGeneration && e.classVersion == want.classVersion && e.defaultsVersion == want.defaultsVersion {
 			return e.err
 		}
@@ -72,7 +73,7 @@ func (r *Reconciler) validate(ctx context.Context, p *pass, req *provisioner.Req
 	err := p.prov.Validate(ctx, req)
 	if err == nil || provisioner.IsInvalid(err) {
 		want.err = err
-		r.memory.validated.putSet(key, want)
+		r.memory.validated.PutSet(key, want)
 		r.warn(ctx, p, req) // once per verdict, like the verdict itself
 	}
 	return err
@@ -91,19 +92,19 @@ func (r *Reconciler) warn(ctx context.Context, p *pass, req *provisioner.Request
 		return
 	}
 	for _, w := range warnings {
-		r.warning(p.set, nil, eventDriverWarning, "Validate", "%s", w.String())
+		r.warning(p.set, nil, eventlog.DriverWarning, "Validate", "%s", w.String())
 	}
 }
 
 func (r *Reconciler) describe(ctx context.Context, p *pass) (provisioner.Description, error) {
 	set, name := keyOf(p.set), p.class.Spec.Provisioner
-	if e, ok := r.memory.describes.forSet(set); ok && e.name == name && r.clock.Since(e.at) < describeTTL {
+	if e, ok := r.memory.describes.ForSet(set); ok && e.name == name && r.clock.Since(e.at) < describeTTL {
 		return e.desc, nil
 	}
 	desc, err := p.prov.Describe(ctx)
 	if err != nil {
 		return desc, err
 	}
-	r.memory.describes.putSet(set, describeEntry{name: name, desc: desc, at: r.clock.Now()})
+	r.memory.describes.PutSet(set, describeEntry{name: name, desc: desc, at: r.clock.Now()})
 	return desc, nil
 }

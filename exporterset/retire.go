@@ -9,13 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -47,7 +47,7 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance, why
 		if r.useExpectations {
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
-		p.events.add(eventRetiring, e.Name, patched)
+		p.events.Add(eventlog.Retiring, e.Name, patched)
 		r.metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
 		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
@@ -142,7 +142,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
-		r.warning(p.set, e, eventProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
+		r.warning(p.set, e, eventlog.ProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
@@ -164,10 +164,9 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	if err != nil {
 		err = fmt.Errorf("finalizing %s: %w", e.Name, err) // finalizeDeleting retries it
 	}
-	r.memory.drivers.dropInstance(keyOf(p.set), e.UID)
-	r.memory.configs.dropInstance(keyOf(p.set), e.UID) // it holds the token
+	r.instances.Retired(keyOf(p.set), e.UID) // its rendered config holds the token
 	if recycled {
-		p.events.add(eventRecycled, e.Name, e)
+		p.events.Add(eventlog.Recycled, e.Name, e)
 		r.metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
 		why := pool.RetiredReleased
 		if in.Failed() {
@@ -175,7 +174,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		}
 		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 	} else {
-		p.events.add(eventRetired, e.Name, e)
+		p.events.Add(eventlog.Retired, e.Name, e)
 		if in.Quarantined() && !in.Retiring() {
 			// Kept for inspection, now removed (PlanQuarantine): it never went through retire.
 			r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(pool.RetiredQuarantined))
@@ -276,28 +275,6 @@ func (r *Reconciler) release(ctx context.Context, p *pass, fresh *jumpstarterv1a
 		}
 		return false, fmt.Errorf("releasing %s: %w", fresh.Name, err)
 	}
-	p.events.add(eventRetained, fresh.Name, patched)
+	p.events.Add(eventlog.Retained, fresh.Name, patched)
 	return true, nil
-}
-
-// restartPods deletes an instance's terminal Pods (InPlaceReuse), and the Pod broken when
-// the pass found that waiting will not help (a crash loop, a lost node), so a fresh Pod
-// starts for the same Exporter: upstream leaves such an instance dead. The instance
-// reconciler calls it, as its set's pass decided (intents.go).
-func (r *Reconciler) restartPods(ctx context.Context, p *pass, in *pool.Instance, broken types.UID) error {
-	for _, pod := range in.Pods {
-		terminal := pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-		if pod.DeletionTimestamp != nil || (broken == "" || pod.UID != broken) && !terminal {
-			continue
-		}
-		if !terminal && in.Leased() {
-			continue // a lease came since the pass decided: its holder keeps the Pod
-		}
-		uid := pod.UID
-		if err := r.client.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting terminal pod %s: %w", pod.Name, err)
-		}
-		p.events.add(eventPodRestarted, fmt.Sprintf("%s (pod %s)", in.Name(), pod.Status.Phase), pod)
-	}
-	return nil
 }

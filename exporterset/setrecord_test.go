@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
 	"github.com/exporterset/exporterset/exporterset/internal/metrics"
 	"github.com/exporterset/exporterset/exporterset/pool"
@@ -33,7 +34,7 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 		// Upstream's CRD dropped surplusSince and instanceSequence from the write.
 		set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name)}}
 		r.pruned.noteWrite(set, vtv1alpha1.ExporterSetStatus{ObservedGeneration: 1, InstanceSequence: 4, SurplusSince: ptr.To(metav1.NewTime(fixture.Epoch))})
-		r.bookingLead(&pass{set: set, now: fixture.Epoch, events: &passEvents{}}, &observation{Instances: []*pool.Instance{fixture.Instance(name + "-b")}})
+		r.bookingLead(&pass{set: set, now: fixture.Epoch, events: &eventlog.Batch{}}, &observation{Instances: []*pool.Instance{fixture.Instance(name + "-b")}})
 		ms := r.metricsOf(key)
 		r.metrics.ObserveStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready, fixture.Leased("l"))}, nil, fixture.Epoch)
 		r.metrics.ObserveSLO("ns", name, ms, metrics.SLOInput{Now: fixture.Epoch, Instances: []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready)}})
@@ -58,7 +59,7 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 	if left := StoresRemembering(r, "ns/gone"); len(left) != 0 {
 		t.Errorf("the deleted set is still remembered by %v", left)
 	}
-	if r.memory.size() == 0 || len(StoresRemembering(r, "ns/kept")) < len(stores) {
+	if r.memory.Size() == 0 || len(StoresRemembering(r, "ns/kept")) < len(stores) {
 		t.Errorf("forgetting one set took another's: it is held by %v", StoresRemembering(r, "ns/kept"))
 	}
 	if left := seriesOf(t, reg, "gone"); len(left) != 0 {
@@ -75,7 +76,7 @@ func TestSetRecordSweepsGoneInstances(t *testing.T) {
 	if got := RememberedInstances(r, "ns/s"); len(got) != 2 {
 		t.Fatalf("remembered instances %v, want a and b", got)
 	}
-	r.memory.sweep("ns/s", map[types.UID]bool{crashing.Exporter.UID: true}, r.memory.mark())
+	r.memory.Sweep("ns/s", map[types.UID]bool{crashing.Exporter.UID: true}, r.memory.Mark())
 	if got := RememberedInstances(r, "ns/s"); len(got) != 1 || !got[crashing.Exporter.UID] {
 		t.Errorf("after b went: remembered %v, want only a", got)
 	}

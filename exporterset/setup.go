@@ -34,12 +34,6 @@ const classNameIndex = "spec.virtualTargetClassName"
 // namespace each pass cost the size of all the pools, not of its own.
 const setIndex = "label:" + pool.LabelSet
 
-// podControllerIndex indexes Pods by the UID of the object controlling them: the instance
-// reconciler reads one instance's Pods by it. Read by setIndex, every reconcile of an
-// instance copied all the set's Pods out of the cache, and a 0 -> 500 scale-up spent a
-// fifth of the controller's CPU doing so (bench-scale's CPU profile, 2026-12-05).
-const podControllerIndex = "metadata.controllerUID"
-
 func controllerUIDOf(o client.Object) []string {
 	if ref := metav1.GetControllerOf(o); ref != nil {
 		return []string{string(ref.UID)}
@@ -112,7 +106,8 @@ const InstanceManagerSuffix = "-instance"
 // sources drain them continuously, so it only smooths a pass that pokes a whole pool.
 const pokeBuffer = 1024
 
-// SetupWithManager registers the set reconciler and the instance reconciler (instancectl.go).
+// SetupWithManager registers the set reconciler and the instance controller
+// (internal/controllers/instance).
 // The set reconciler watches ExporterSets (spec and annotation changes),
 // their Exporters, the Pods and Secrets labelled with a set, VirtualTargetClasses (mapped to
 // the sets naming them) and Leases (mapped to the sets whose instances they would match).
@@ -130,28 +125,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podControllerIndex, controllerUIDOf); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, objects.PodControllerIndex, controllerUIDOf); err != nil {
 		return err
 	}
 	r.indexed = true
-	// The instance reconciler (instancectl.go): one reconcile per Exporter, the only writer
-	// of its config Secret and Pods.
+	// The instance controller (internal/controllers/instance): one reconcile per Exporter,
+	// the only writer of its config Secret and Pods.
 	r.instancePokes, r.setPokes = make(chan event.GenericEvent, pokeBuffer), make(chan event.GenericEvent, pokeBuffer)
 	// Each writes as its own field manager, so the API server's managedFields show which of
-	// the two wrote an object (the one-writer test reads them). The instance reconciler
-	// shares everything else with the set's: its memory, its recorder, its options.
-	inst := *r
-	inst.client = client.WithFieldOwner(r.client, r.name+InstanceManagerSuffix)
+	// the two wrote an object (the one-writer test reads them).
+	r.instances.Client = client.WithFieldOwner(r.client, r.name+InstanceManagerSuffix)
+	r.instances.PokeSet = func(ctx context.Context, set client.Object) { r.poke(ctx, r.setPokes, set) }
 	r.client = client.WithFieldOwner(r.client, r.name)
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(r.name+"-instance").
-		For(&jumpstarterv1alpha1.Exporter{}, builder.WithPredicates(instanceInputsChanged)).
-		Owns(&corev1.Pod{}, builder.WithPredicates(goneOnly)).
-		Owns(&corev1.Secret{}, builder.WithPredicates(notCreated)).
-		WatchesRawSource(source.Channel(r.instancePokes, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.createParallelism}).
-		Complete(instanceReconciler{&inst})
-	if err != nil {
+	if err := r.instances.SetupWithManager(mgr, r.name+"-instance", r.instancePokes, r.createParallelism); err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -34,9 +35,9 @@ type startupMemory struct {
 // bookings: the annotation's when set and valid, else the learned one, else the default.
 func (r *Reconciler) bookingLead(p *pass, obs *observation) time.Duration {
 	key := keyOf(p.set)
-	log, _ := r.memory.startup.forSet(key)
+	log, _ := r.memory.startup.ForSet(key)
 	log.StartupLog = log.Record(obs.Instances, p.binding(), p.now)
-	defer func() { r.memory.startup.putSet(key, log) }()
+	defer func() { r.memory.startup.PutSet(key, log) }()
 	lead, ok := log.LeadTime()
 	if !ok {
 		lead = DefaultBookingLeadTime
@@ -55,7 +56,7 @@ func (r *Reconciler) bookingLead(p *pass, obs *observation) time.Duration {
 	}
 	if log.warned != v {
 		log.warned = v
-		r.recorder.Eventf(p.set, nil, corev1.EventTypeWarning, string(eventInvalidSpec), "BookingLeadTime",
+		r.recorder.Eventf(p.set, nil, corev1.EventTypeWarning, string(eventlog.InvalidSpec), "BookingLeadTime",
 			"annotation %s=%q is not a duration such as 90s or 5m (%v); using the lead time %s", AnnotationBookingLeadTime, v, err, lead)
 	}
 	return lead

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 )
 
 // writeStatus writes the status once, and only when it changed. It builds on the set as
@@ -44,7 +45,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 		if c.Type == vtv1alpha1.ConditionLeasesWait && res.boardPolicy != "" {
 			// Once when the note appears, not on every pass that still shows it.
 			if old := apimeta.FindStatusCondition(orig.Status.Conditions, c.Type); old == nil || !strings.Contains(old.Message, res.boardPolicy) {
-				r.warning(p.set, nil, eventBoardsNotPreferred, "Observe", "%s", res.boardPolicy)
+				r.warning(p.set, nil, eventlog.BoardsNotPreferred, "Observe", "%s", res.boardPolicy)
 			}
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
@@ -75,18 +76,18 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 // change of reason is new). Other problems (failed creates) record their own events.
 func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action string, byReason bool) {
 	if c.Type == vtv1alpha1.ConditionLeasesWait && c.Status == metav1.ConditionFalse {
-		return eventLeasesRefused, "Reconcile", true // the condition quotes the core's rule
+		return eventlog.LeasesRefused, "Reconcile", true // the condition quotes the core's rule
 	}
 	if c.Type != vtv1alpha1.ConditionDegraded {
 		return "", "", false
 	}
 	switch cr := vtv1alpha1.ConditionReason(c.Reason); {
 	case blocked && cr == vtv1alpha1.ReasonProvisionerError:
-		return eventProvisionerError, "Reconcile", false
+		return eventlog.ProvisionerError, "Reconcile", false
 	case blocked:
-		return eventInvalidSpec, "Reconcile", false
+		return eventlog.InvalidSpec, "Reconcile", false
 	case cr == vtv1alpha1.ReasonCABundleMissing || cr == vtv1alpha1.ReasonCredentialsMissing:
-		return eventWaiting, "Configure", false
+		return eventlog.Waiting, "Configure", false
 	case isFailureReason(cr) || cr == vtv1alpha1.ReasonRemoteUnreachable:
 		return EventReason(cr), "Observe", true
 	}

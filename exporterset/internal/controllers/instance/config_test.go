@@ -1,4 +1,4 @@
-package exporterset
+package instance
 
 import (
 	"flag"
@@ -13,10 +13,6 @@ import (
 	"github.com/exporterset/exporterset/internal/exportercfg"
 	"github.com/exporterset/exporterset/provisioner/provisionertest"
 )
-
-// RenderExporterConfig is renderExporterConfig for the tests of package exporterset_test
-// (adopt_test.go writes an instance's config as the reconciler would).
-var RenderExporterConfig = renderExporterConfig
 
 var updateConfigGolden = flag.Bool("update", false, "rewrite testdata/config/*.yaml from the current output")
 
@@ -88,7 +84,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := renderExporterConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers, hooks)
+			got, err := RenderConfig(tc.exporter, tc.token, tc.ca, tc.recycle, tc.drivers, hooks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +95,7 @@ func TestRenderExporterConfigGolden(t *testing.T) {
 
 func TestRenderExporterConfigDuplicateDriver(t *testing.T) {
 	drivers := []vtv1alpha1.DriverSpec{{Name: "qemu", Type: "a.B"}, {Name: "qemu", Ref: "x.y"}}
-	_, err := renderExporterConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers, nil)
+	_, err := RenderConfig(goldenExporter("ns", "e", "h:1"), "t", nil, vtv1alpha1.RecycleExitAndReplace, drivers, nil)
 	if want := `driver "qemu" is listed twice`; err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %q", err, want)
 	}

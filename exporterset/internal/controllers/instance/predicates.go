@@ -1,4 +1,4 @@
-package exporterset
+package instance
 
 import (
 	"maps"
@@ -14,7 +14,7 @@ import (
 // instanceInputsChanged passes the Exporter events the instance reconciler acts on: a set's
 // Exporter created with its credential, or updated in what building it depends on (its
 // credential and endpoint, spec.enabled, its labels). Heartbeats and lease changes pass not:
-// the set's pass decides what a lease changes and pokes the instance (intents.go).
+// the set's pass decides what a lease changes and pokes the instance (the contract).
 var instanceInputsChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return hasCredential(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {

@@ -1,4 +1,4 @@
-package exporterset
+package instance
 
 import (
 	"time"
@@ -20,29 +20,29 @@ const startedPodTimeout = 30 * time.Second
 type startedPod struct{ at time.Time }
 
 // podStarted records that the Pod of the instance uid of set exists as of now.
-func (m *memory) podStarted(set string, uid types.UID, now time.Time) {
-	m.started.putInstance(set, uid, startedPod{at: now})
+func (r *Reconciler) podStarted(set string, uid types.UID, now time.Time) {
+	r.started.PutInstance(set, uid, startedPod{at: now})
 }
 
 // podPending reports a Pod created for uid that the cache does not show yet. When it does,
-// it also schedules p's instance to be looked at again when the belief lapses: a Pod of the
+// it also schedules b's instance to be looked at again when the belief lapses: a Pod of the
 // same name still terminating answers the create with AlreadyExists, and once it is gone no
 // event would start the instance again (a soak walk left an InPlaceReuse instance without a
 // Pod that way).
-func (m *memory) podPending(p *pass, uid types.UID) bool {
-	set := keyOf(p.set)
-	e, ok := m.started.forInstance(set, uid)
+func (r *Reconciler) podPending(b *build, uid types.UID) bool {
+	set := b.key
+	e, ok := r.started.ForInstance(set, uid)
 	if !ok {
 		return false
 	}
-	left := startedPodTimeout - p.now.Sub(e.at)
+	left := startedPodTimeout - b.now.Sub(e.at)
 	if left <= 0 {
-		m.started.dropInstance(set, uid)
+		r.started.DropInstance(set, uid)
 		return false
 	}
-	p.requeueIn(left + time.Millisecond)
+	b.requeue.In(left + time.Millisecond)
 	return true
 }
 
 // podSeen drops the entry of uid: the cache shows its Pod.
-func (m *memory) podSeen(set string, uid types.UID) { m.started.dropInstance(set, uid) }
+func (r *Reconciler) podSeen(set string, uid types.UID) { r.started.DropInstance(set, uid) }

@@ -1,4 +1,4 @@
-package exporterset
+package eventlog
 
 import (
 	"fmt"
@@ -35,41 +35,41 @@ func (c *captureRecorder) Eventf(_ runtime.Object, related runtime.Object, _, re
 
 func TestPassEventsAggregatePerReason(t *testing.T) {
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: "ns"}}
-	var e passEvents
+	var e Batch
 	var wg sync.WaitGroup
 	for i := 3; i > 0; i-- { // added concurrently and out of order, as configureAll does
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.add(eventPodStarted, fmt.Sprintf("pool-%d", i), &corev1.Pod{})
+			e.Add(PodStarted, fmt.Sprintf("pool-%d", i), &corev1.Pod{})
 		}()
 	}
 	wg.Wait()
-	e.add(eventCreated, "pool-9", &corev1.Pod{})
+	e.Add(Created, "pool-9", &corev1.Pod{})
 	rec := &captureRecorder{}
-	e.flush(rec, set)
+	e.Flush(rec, set)
 	want := []recorded{
-		{Related: true, Reason: string(eventCreated), Action: "Create", Note: "created instance pool-9"},
-		{Reason: string(eventPodStarted), Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
+		{Related: true, Reason: string(Created), Action: "Create", Note: "created instance pool-9"},
+		{Reason: string(PodStarted), Action: "Start", Note: "started the pods of 3 instances: pool-1, pool-2, pool-3"},
 	}
 	if d := cmp.Diff(want, rec.got); d != "" {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 
 	rec.got = nil
-	e.flush(rec, set)
+	e.Flush(rec, set)
 	if len(rec.got) != 0 {
 		t.Errorf("a second flush recorded %v", rec.got)
 	}
 }
 
 func TestPassEventsNoteBounded(t *testing.T) {
-	var e passEvents
+	var e Batch
 	for i := range 300 {
-		e.add(eventCreated, fmt.Sprintf("pool-%08x-%04d", i, i), nil)
+		e.Add(Created, fmt.Sprintf("pool-%08x-%04d", i, i), nil)
 	}
 	rec := &captureRecorder{}
-	e.flush(rec, &vtv1alpha1.ExporterSet{})
+	e.Flush(rec, &vtv1alpha1.ExporterSet{})
 	if len(rec.got) != 1 {
 		t.Fatalf("%d events, want 1", len(rec.got))
 	}
@@ -88,8 +88,8 @@ func TestPassEventsNoteBounded(t *testing.T) {
 }
 
 func TestEveryInstanceEventHasABatchedForm(t *testing.T) {
-	for _, reason := range []EventReason{eventCreated, eventConfigured, eventPodStarted, eventPodRestarted, eventRetiring, eventRetired, eventRecycled, eventRetained} {
-		how, ok := batchedEvents[reason]
+	for _, reason := range []Reason{Created, Configured, PodStarted, PodRestarted, Retiring, Retired, Recycled, Retained} {
+		how, ok := batched[reason]
 		if !ok || how.action == "" || strings.Count(how.one, "%") != 1 || strings.Count(how.one, "%s") != 1 ||
 			strings.Count(how.many, "%") != 2 || strings.Index(how.many, "%d") > strings.Index(how.many, "%s") {
 			t.Errorf("%s: %+v", reason, how)

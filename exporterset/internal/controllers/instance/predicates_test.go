@@ -1,4 +1,4 @@
-package exporterset
+package instance
 
 import (
 	"testing"
