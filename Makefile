@@ -45,7 +45,8 @@ lint: ## gofmt and go vet.
 	go vet -tags e2e ./internal/testing/e2e/...
 
 .PHONY: test
-test: ## Build the control-plane binaries when missing, then run unit and integration tests.
+test: ## Build the control-plane binaries when missing (and, as root, the lab test's Debian packages), then run unit and integration tests.
+	@hack/lab-deps.sh
 	@$(call assets,$(TEST_BINS)); echo "KUBEBUILDER_ASSETS=$$assets go test $(GO_TEST_FLAGS) ./..."; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(GO_TEST_FLAGS) ./...
 
