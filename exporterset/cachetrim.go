@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 )
 
 // The Exporter cache is not label-restricted (a pool taken over from upstream's controller
@@ -25,7 +25,7 @@ var stripManagedFields = cache.TransformStripManagedFields()
 // trimUnrelatedExporter is the Exporter cache's transform.
 func trimUnrelatedExporter(obj any) (any, error) {
 	e, ok := obj.(*jumpstarterv1alpha1.Exporter)
-	if !ok || ofASet(e) {
+	if !ok || objects.OfASet(e) {
 		return stripManagedFields(obj)
 	}
 	var conds []metav1.Condition
@@ -39,14 +39,4 @@ func trimUnrelatedExporter(obj any) (any, error) {
 	}, Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: e.Spec.Enabled}, Status: jumpstarterv1alpha1.ExporterStatus{
 		Conditions: conds, LeaseRef: e.Status.LeaseRef, ExporterStatusValue: e.Status.ExporterStatusValue,
 	}}, nil
-}
-
-// ofASet reports an Exporter a set may own: ours (the set label) or one controlled by an
-// ExporterSet (upstream's, to be taken over).
-func ofASet(e *jumpstarterv1alpha1.Exporter) bool {
-	if e.Labels[pool.LabelSet] != "" {
-		return true
-	}
-	ref := metav1.GetControllerOf(e)
-	return ref != nil && ref.Kind == "ExporterSet"
 }

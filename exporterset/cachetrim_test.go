@@ -3,6 +3,7 @@ package exporterset
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -48,6 +49,47 @@ func TestTrimUnrelatedExporter(t *testing.T) {
 		}
 		if e.Name != "e" || e.UID != "u" || len(e.Labels) != len(c.e.Labels) || len(e.OwnerReferences) != len(c.e.OwnerReferences) {
 			t.Errorf("%s: metadata lost: %+v", c.name, e.ObjectMeta)
+		}
+	}
+}
+
+// The cache keeps of an Exporter no set owns what makes it a free board: trimmed, a free
+// board is still free and a leased or offline one still is not.
+func TestTrimmedBoardKeepsWhatMakesItFree(t *testing.T) {
+	board := func(leased, online bool) *jumpstarterv1alpha1.Exporter {
+		cond := func(typ string, ok bool) metav1.Condition {
+			s := metav1.ConditionFalse
+			if ok {
+				s = metav1.ConditionTrue
+			}
+			return metav1.Condition{Type: typ, Status: s, Reason: "Seen", Message: "Last seen less than 1 minute ago"}
+		}
+		e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Labels: map[string]string{"board": "rpi4"}},
+			Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
+			Status: jumpstarterv1alpha1.ExporterStatus{Endpoint: "grpc:443", ExporterStatusValue: jumpstarterv1alpha1.ExporterStatusAvailable,
+				Devices:    []jumpstarterv1alpha1.Device{{Uuid: "d"}},
+				Conditions: []metav1.Condition{cond(jumpstarterv1alpha1.ExporterConditionOnline, online), cond(jumpstarterv1alpha1.ExporterConditionRegistered, true)}}}
+		if leased {
+			e.Status.LeaseRef = &corev1.LocalObjectReference{Name: "l"}
+			e.Status.ExporterStatusValue = jumpstarterv1alpha1.ExporterStatusLeaseReady
+		}
+		return e
+	}
+	for _, c := range []struct {
+		name           string
+		leased, online bool
+	}{{"free", false, true}, {"leased", true, true}, {"offline", false, false}} {
+		e := board(c.leased, c.online)
+		got, err := trimUnrelatedExporter(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed := got.(*jumpstarterv1alpha1.Exporter)
+		if want, have := pool.FreeBoard(e), pool.FreeBoard(trimmed); want != have {
+			t.Errorf("%s board: free %v in full, %v trimmed", c.name, want, have)
+		}
+		if trimmed.Status.Devices != nil || trimmed.Status.Endpoint != "" {
+			t.Errorf("%s board: trimmed copy keeps devices or endpoint", c.name)
 		}
 	}
 }

@@ -7,28 +7,28 @@ import (
 )
 
 // Option configures a Reconciler.
-type Option func(*Reconciler)
+type Option func(*options)
 
 // WithRecorder sends events (creates, retirements, recycles, errors) to rec. The default
 // discards them.
-func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
+func WithRecorder(rec events.EventRecorder) Option { return func(o *options) { o.set.Recorder = rec } }
 
 // WithMetrics registers the reconciler's metrics with reg (e.g. controller-runtime's
 // metrics.Registry). The default registers none.
 func WithMetrics(reg prometheus.Registerer) Option {
-	return func(r *Reconciler) { r.metricsReg = reg }
+	return func(o *options) { o.metricsReg = reg }
 }
 
 // WithClaimUnknownProvisioners makes the reconciler report ProvisionerUnknown on sets whose
 // class names a provisioner it does not serve. Use it when this is the only controller;
 // without it such sets are left alone (another controller may serve them).
-func WithClaimUnknownProvisioners() Option { return func(r *Reconciler) { r.claimUnknown = true } }
+func WithClaimUnknownProvisioners() Option { return func(o *options) { o.set.ClaimUnknown = true } }
 
 // WithMaxConcurrentReconciles sets how many sets are reconciled at once (default 4).
 func WithMaxConcurrentReconciles(n int) Option {
-	return func(r *Reconciler) {
+	return func(o *options) {
 		if n > 0 {
-			r.maxConcurrent = n
+			o.set.MaxConcurrent = n
 		}
 	}
 }
@@ -36,18 +36,18 @@ func WithMaxConcurrentReconciles(n int) Option {
 // WithTuning sets the reconciler's timings (internal/tuning): for this module's tests and
 // test machinery only, which shorten them; an embedder gets the defaults.
 func WithTuning(k tuning.Knobs) Option {
-	return func(r *Reconciler) {
+	return func(o *options) {
 		if k.RetryInterval > 0 {
-			r.retryInterval = k.RetryInterval
+			o.set.RetryInterval = k.RetryInterval
 		}
 		if k.InventoryInterval > 0 {
-			r.inventoryInterval = k.InventoryInterval
+			o.set.InventoryInterval = k.InventoryInterval
 		}
 		if k.BackoffBase > 0 && k.BackoffLimit >= k.BackoffBase {
-			r.backoffBase, r.backoffCap = k.BackoffBase, k.BackoffLimit
+			o.set.BackoffBase, o.set.BackoffCap = k.BackoffBase, k.BackoffLimit
 		}
 		if k.RegistrationGrace > 0 {
-			r.registrationGrace = k.RegistrationGrace
+			o.set.RegistrationGrace = k.RegistrationGrace
 		}
 	}
 }
@@ -57,4 +57,4 @@ func WithTuning(k tuning.Knobs) Option {
 // its creates in its budgets (internal/ledger) and takes their ceiling. Use it only where the
 // CapacityBudget CRD is installed and the controller may read it and write its status: its
 // informer cannot start otherwise.
-func WithCapacityBudgets() Option { return func(r *Reconciler) { r.budgets = true } }
+func WithCapacityBudgets() Option { return func(o *options) { o.set.Budgets = true } }

@@ -2,380 +2,73 @@ package exporterset
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
+	"github.com/prometheus/client_golang/prometheus"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/cabundle"
 	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	setcontroller "github.com/exporterset/exporterset/exporterset/internal/controllers/exporterset"
 	"github.com/exporterset/exporterset/exporterset/internal/controllers/instance"
-	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/metrics"
-	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/internal/state"
-	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Reconciler keeps ExporterSets' pools. Create it with NewReconciler and add it to a manager
-// with SetupWithManager.
+// Reconciler keeps ExporterSets' pools: the set controller, the instance controller and,
+// with WithCapacityBudgets, the CapacityBudget controller, wired together. Create it with
+// NewReconciler and add it to a manager with SetupWithManager.
 type Reconciler struct {
+	opts      options
 	client    client.Client
-	apiReader client.Reader
-	registry  *provisioner.Registry
-
-	recorder          events.EventRecorder
-	clock             clock.PassiveClock
-	metrics           *metrics.Metrics
-	metricsReg        prometheus.Registerer // WithMetrics; nil: no metrics
-	expectations      expectations          // expectations.go, a view of memory
-	failureMemory     failureMemory         // failurememory.go, a view of memory
-	backoffBase       time.Duration
-	backoffCap        time.Duration
-	registrationGrace time.Duration
-	useExpectations   bool
-	claimUnknown      bool
-	gate              ProvisionerGate // gate.go; nil acts on every set
-	notice            *startupNotice  // notice.go; nil records none
-	pruned            prunedStatus    // pruned.go, a view of memory: status fields an older CRD drops
-	maxConcurrent     int
-	createParallelism int
-	retryInterval     time.Duration
-	inventoryInterval time.Duration
-	name              string
-	indexed           bool // the client's cache has setIndex (SetupWithManager)
-	budgets           bool // CapacityBudgets are served and may be read (WithCapacityBudgets)
-
-	// memory is all it remembers between passes, under one rule (memory.go).
-	memory *memory
-	// board is where the set's pass and the instance controller meet (internal/contract).
-	board *contract.Board
-	// ca reads the CA bundles both sides use (internal/cabundle).
-	ca *cabundle.Reader
-	// instances is the instance controller (internal/controllers/instance).
+	mem       *state.Memory
+	set       *setcontroller.Reconciler
 	instances *instance.Reconciler
-	// instancePokes and setPokes feed the instance and set reconcilers' queues from the
-	// other side (intents.go); nil until SetupWithManager.
-	instancePokes, setPokes chan event.GenericEvent
 }
 
-// ownWrites is the status this reconciler last wrote, per set.
-func (r *Reconciler) ownWrites() ownWrites { return ownWrites{r.memory.own} }
-
-// describeTTL bounds how long a provisioner's Description (its default images) is reused:
-// a plugin restarted with a new version is noticed within it.
-const describeTTL = time.Minute
+// options is what the Options set: the set controller's configuration, from which the
+// others take theirs.
+type options struct {
+	set        setcontroller.Config
+	metricsReg prometheus.Registerer // WithMetrics; nil: no metrics
+}
 
 // NewReconciler returns a Reconciler that reads through c (normally the manager's cached
 // client), re-reads through apiReader (uncached) before it deletes anything, and renders
 // instances with the provisioners of registry.
 func NewReconciler(c client.Client, apiReader client.Reader, registry *provisioner.Registry, opts ...Option) *Reconciler {
-	mem := newMemory()
-	r := &Reconciler{
-		client:            c,
-		apiReader:         apiReader,
-		registry:          registry,
-		recorder:          discardRecorder{},
-		clock:             clock.RealClock{},
-		memory:            mem,
-		expectations:      expectations{mem.expectations},
-		pruned:            prunedStatus{mem.pruned},
-		failureMemory:     failureMemory{mem.failures, mem.instFailures},
-		backoffBase:       DefaultFailureBackoffBase,
-		backoffCap:        DefaultFailureBackoffCap,
-		registrationGrace: DefaultRegistrationGrace,
-		useExpectations:   true,
-		maxConcurrent:     4,
-		createParallelism: 64,
-		retryInterval:     10 * time.Second,
-		inventoryInterval: DefaultInventoryInterval,
-		name:              "exporterset",
+	o := options{set: setcontroller.DefaultConfig()}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	for _, o := range opts {
-		o(r)
+	// After the options, so that an injected clock is everyone's, and gives the start too.
+	if o.metricsReg != nil {
+		o.set.Metrics = metrics.New(o.metricsReg, o.set.Clock.Now())
 	}
-	// After the options, so that an injected clock is theirs too.
-	r.board = contract.NewBoard(mem.Memory)
-	r.ca = cabundle.New(mem.Memory, apiReader, r.clock)
-	r.instances = instance.New(instance.Config{
-		Client: c, Clock: r.clock, Board: r.board, CA: r.ca, Memory: mem.Memory,
-		Gate: r.gate, RetryInterval: r.retryInterval,
+	mem := state.NewMemory()
+	board := contract.NewBoard(mem)
+	ca := cabundle.New(mem, apiReader, o.set.Clock)
+	inst := instance.New(instance.Config{
+		Client: c, Clock: o.set.Clock, Board: board, CA: ca, Memory: mem,
+		Gate: o.set.Gate, RetryInterval: o.set.RetryInterval,
 	})
-	if r.metricsReg != nil {
-		// After the options, so that an injected clock gives the start too.
-		r.metrics = metrics.New(r.metricsReg, r.clock.Now())
-	}
-	return r
+	set := setcontroller.New(c, apiReader, registry, o.set, setcontroller.Shared{
+		Memory: mem, Board: board, CA: ca, InstanceRetired: inst.Retired,
+	})
+	return &Reconciler{opts: o, client: c, mem: mem, set: set, instances: inst}
 }
 
-// Reconcile moves one ExporterSet's pool towards its spec and writes its status once.
+// Reconcile moves one ExporterSet's pool towards its spec and writes its status once (the
+// set controller's reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var set vtv1alpha1.ExporterSet
-	if err := r.client.Get(ctx, req.NamespacedName, &set); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Its external instances' remote resources go with it (their finalizers hold
-			// the Exporters until then).
-			again, ferr := r.finalizeOrphans(ctx, req.Namespace, req.Name)
-			r.forget(req.NamespacedName)
-			if again && ferr == nil {
-				return ctrl.Result{RequeueAfter: r.retryInterval}, nil
-			}
-			return ctrl.Result{}, ferr
-		}
-		return ctrl.Result{}, err
-	}
-	if set.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil // the garbage collector removes the instances
-	}
-	r.pruned.restore(&set)
-	p := &pass{set: &set, now: r.clock.Now(), events: &eventlog.Batch{}, requeue: &state.Soonest{}}
-	defer func() {
-		r.board.TakeEvents(req.String(), p.events)
-		p.events.Flush(r.recorder, p.set)
-	}()
-	res, skip, err := r.reconcile(ctx, p)
-	if !skip {
-		r.noticeOnce(p.set)
-	}
-	if skip {
-		r.withdraw(req.String()) // gated, not served here, or a partial view: build nothing new
-		return ctrl.Result{RequeueAfter: p.requeue.Get()}, err
-	}
-	if werr := r.writeStatus(ctx, p, res); werr != nil {
-		if err == nil && apierrors.IsConflict(werr) {
-			// The cache had not caught up with our last write: not an error, just again.
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-		err = errors.Join(err, werr)
-	}
-	if err != nil && res.external.unreachable != nil {
-		// The remote end did not answer: the set is held, its status says so, and it is
-		// polled (observeExternal asked for externalPollInterval). The remote calls that
-		// failed with it must not become the pass's error: the workqueue would back the set
-		// off instead, doubling with every failed pass (every watch event during an outage
-		// adds one) up to a quarter of an hour, and the set would stay held long after the
-		// remote end answered again.
-		logf.FromContext(ctx).Info("the external targets' remote end does not answer; polling it", "error", err.Error())
-		err = nil
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p.requeueIn(resyncInterval)
-	return ctrl.Result{RequeueAfter: p.requeue.Get()}, nil
+	return r.set.Reconcile(ctx, req)
 }
 
-// forget drops everything of a deleted set: its record in memory (every memo, so every
-// store: expectations, failures, pruned status, start-ups, the metrics' bookkeeping and
-// the rest) and its metric series.
-func (r *Reconciler) forget(set types.NamespacedName) {
-	r.memory.Forget(set.String())
-	r.metrics.Forget(set.Namespace, set.Name)
+// GateOpened tells the reconciler that its gate has just opened in namespace (this process
+// took a lock there): the namespace's sets are reconciled now rather than at their next
+// look, so the first set a process sees in a namespace waits for the lock's round trip
+// only. It does nothing before SetupWithManager, and is safe for concurrent use.
+func (r *Reconciler) GateOpened(ctx context.Context, namespace string) error {
+	return r.set.GateOpened(ctx, namespace)
 }
-
-// resyncInterval is how often a quiet set is looked at anyway: what is not watched (the CA
-// ConfigMap) reaches it within this time.
-const resyncInterval = 5 * time.Minute
-
-// reconcile runs the pass's steps (see pass). It returns skip=true when the status must be
-// left untouched: the set belongs to a provisioner this controller does not serve, or what
-// it saw is incomplete.
-func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, skip bool, err error) {
-	set := p.set
-	res.act.seq = set.Status.InstanceSequence
-	res.blocked, skip, err = r.inputs(ctx, p)
-	if skip || err != nil {
-		return res, true, err
-	}
-	if set.Status.ObservedGeneration == 0 {
-		traceFirst(ctx, stepFirstPass)
-	}
-	var policyProblems []policyProblem
-	p.policy, policyProblems = reusePolicyOf(set, p.class)
-
-	hardware, hwBlocker := hardwareSelectorOf(set, p.class)
-	mark := r.memory.Mark()
-	obs, err := r.observe(ctx, set, p.selector, hardware)
-	if err != nil {
-		return res, true, err // a partial view must not become status
-	}
-	r.memory.Sweep(keyOf(set), obs.uids(), mark)
-	// Instances that failed their check leave service first (quarantine.go).
-	breaker, obs, qErr := r.quarantine(ctx, p, obs)
-	r.surfacePolicyProblems(p, policyProblems)
-
-	if res.blocked == nil && !p.selector.Matches(labels.Set(objects.InstanceLabels(set, ""))) {
-		res.blocked = blocked(vtv1alpha1.ReasonSelectorMismatch, "spec.selector %q does not match the template labels %v: created instances would not be counted", p.selector.String(), set.Spec.Template.Metadata.Labels)
-	}
-	if res.blocked == nil {
-		res.blocked = hwBlocker
-	}
-	var reqErr error // reported after the status is computed: a failed request must not zero it
-	if res.blocked == nil {
-		res.blocked, reqErr = r.prepareRequest(ctx, p)
-	}
-	if res.blocked == nil && reqErr == nil {
-		res.external, reqErr = r.observeExternal(ctx, p, obs)
-	}
-	if res.blocked == nil && r.failureMemory.failing(keyOf(set)) {
-		// The CA is one of the inputs failures are counted against (diagnose): a failing
-		// set reads it (at most once per cabundle.TTL) so that a fixed bundle ends the backoff.
-		_, _, _ = r.ca.Get(ctx, p.set, p.class)
-	}
-	res.health = r.diagnose(p, obs, res.external.states, r.ca.Known(keyOf(set)))
-	if res.health.backoff.Active(p.now) {
-		p.requeueIn(cabundle.TTL)
-	}
-	res.counts = pool.ComputeStatus(obs.Instances, res.health.problems)
-	res.counts.HardwareAvailableReplicas = int32(len(obs.Boards))
-	res.boards, res.boardPolicy = obs.Boards, obs.BoardPolicy
-	ms := r.metricsOf(keyOf(set))
-	r.metrics.ObserveStatus(set.Namespace, set.Name, ms, res.counts, obs.Instances, res.health.problems, p.now)
-	r.metrics.ObserveFailures(set.Namespace, set.Name, res.health.backoff, p.now)
-	r.metrics.ObserveSLO(set.Namespace, set.Name, ms, metrics.SLOInput{Now: p.now, Instances: obs.Instances, Problems: res.health.problems, Leases: obs.Leases,
-		Waiting: obs.WaitingLeases, Binding: p.binding(), Hash: p.hash})
-	res.reuse = reuseResultOf(breaker, policyProblems, obs, pool.QuarantinePlan{})
-	if reqErr = errors.Join(reqErr, qErr); reqErr != nil {
-		return res, false, reqErr
-	}
-	if res.blocked != nil {
-		r.withdraw(keyOf(set)) // its instances get nothing new either
-		return res, false, nil // nothing is created or deleted while the set is blocked
-	}
-
-	var expected int32
-	if r.useExpectations {
-		// From here on the pass sees its own retirements, which the cache may not show yet.
-		expected, obs = r.expectations.reconcile(keyOf(set), p.now, obs)
-	}
-	if p.gov, err = r.governanceOf(ctx, set, int32(len(obs.Instances)+len(obs.Strays))+expected, pool.Outdated(obs.Instances, p.hash)); err != nil {
-		return res, false, err
-	}
-	res.gov = p.gov
-	var hold time.Time
-	if res.external.holds() {
-		hold = p.now.Add(externalRetry) // the remote end's state is unknown: create and start nothing until it answers
-	}
-	in := planInput(p, obs, res.health, expected, r.bookingLead(p, obs), hold, int32(r.createParallelism))
-	in.TargetKept = keptTargets(p, obs.Instances, res.external.states)
-	qp := r.planQuarantine(p, in)
-	res.reuse = reuseResultOf(breaker, policyProblems, obs, qp)
-	in = withQuarantine(in, qp, breaker)
-	plan := pool.PlanScale(in)
-	res.plan = &plan
-	p.requeueIn(plan.RequeueAfter)
-	res.act, err = r.act(ctx, p, obs, res.plan, res.act.seq, in.BackoffUntil, res.health.problems, res.external.states)
-	return res, false, err
-}
-
-// inputs reads the set's selector, class and provisioner into p. A missing or bad one
-// blocks the set; skip=true when the class names a provisioner this controller leaves to
-// another.
-func (r *Reconciler) inputs(ctx context.Context, p *pass) (b *blocker, skip bool, err error) {
-	set := p.set
-	sel, selErr := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
-	if selErr != nil {
-		b = blocked(vtv1alpha1.ReasonInvalidSelector, "spec.selector: %v", selErr)
-		sel = labels.Nothing()
-	}
-	p.selector = sel
-
-	var class vtv1alpha1.VirtualTargetClass
-	err = r.client.Get(ctx, types.NamespacedName{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class)
-	switch {
-	case apierrors.IsNotFound(err):
-		if r.gated(p, "") {
-			return b, true, nil
-		}
-		if b == nil {
-			b = blocked(vtv1alpha1.ReasonClassNotFound, "VirtualTargetClass %q not found in namespace %s", set.Spec.VirtualTargetClassName, set.Namespace)
-		}
-		return b, false, nil
-	case err != nil:
-		return b, true, fmt.Errorf("getting VirtualTargetClass: %w", err)
-	}
-	p.class = &class
-	prov, ok := r.registry.Get(class.Spec.Provisioner)
-	// An unknown provisioner's sets get a status (ProvisionerUnknown) only when this process
-	// claims them, so only then does it ask the gate about them.
-	if (ok || r.claimUnknown) && r.gated(p, class.Spec.Provisioner) {
-		logf.FromContext(ctx).V(1).Info("another process holds this provisioner's lock; leaving the set alone", "provisioner", class.Spec.Provisioner)
-		return b, true, nil
-	}
-	if !ok {
-		if !r.claimUnknown {
-			logf.FromContext(ctx).V(1).Info("provisioner not served here; leaving the set alone", "provisioner", class.Spec.Provisioner)
-			return b, true, nil
-		}
-		if b == nil {
-			b = blocked(vtv1alpha1.ReasonProvisionerUnknown, "provisioner %q of class %q is not served by this controller (serving %v)", class.Spec.Provisioner, class.Name, r.registry.Names())
-		}
-	}
-	p.prov = prov
-	return b, false, nil
-}
-
-// planInput is PlanScale's input for a pass: the spec, the observation and its diagnosis,
-// the lead time for bookings, hold (until when the remote end's silence holds creates, zero
-// for none) and the create window's limit (pool/pacing.go).
-func planInput(p *pass, obs *observation, h health, expected int32, lead time.Duration, hold time.Time, limit int32) pool.PlanInput {
-	s := p.set.Spec
-	in := pool.PlanInput{
-		MinReplicas:          s.MinReplicas,
-		MinAvailableReplicas: s.MinAvailableReplicas,
-		Recycle:              s.RecycleStrategy,
-		Binding:              p.class.Spec.BindingMode,
-		SpecHash:             p.hash,
-		Instances:            obs.Instances,
-		Problems:             h.problems,
-		Expected:             expected,
-		Others:               int32(len(obs.Strays)),
-		Demand:               int32(len(obs.WaitingLeases)),
-		FreeBoards:           int32(len(obs.Boards)),
-		Bookings:             obs.Bookings,
-		Now:                  p.now,
-		MaxUseCount:          p.policy.maxUseCount,
-		MaxIdleAge:           p.policy.maxIdleAge,
-		BudgetCeiling:        p.gov.ceiling,
-		LeadTime:             lead,
-		CreateLimit:          limit,
-	}
-	if s.MaxReplicas != nil {
-		in.MaxReplicas = *s.MaxReplicas
-	}
-	if s.ScaleDownCooldown != nil {
-		in.Cooldown = s.ScaleDownCooldown.Duration
-	}
-	if t := p.set.Status.SurplusSince; t != nil {
-		since := t.Time
-		in.SurplusSince = &since
-	}
-	if h.backoff.Failures > 0 {
-		in.BackoffUntil = h.backoff.Until
-	}
-	if hold.After(in.BackoffUntil) {
-		in.BackoffUntil = hold
-	}
-	return in
-}
-
-func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
-
-// discardRecorder is the default events.EventRecorder: events go nowhere.
-type discardRecorder struct{}
-
-func (discardRecorder) Eventf(_, _ runtime.Object, _, _, _, _ string, _ ...any) {}

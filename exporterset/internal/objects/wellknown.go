@@ -2,7 +2,9 @@ package objects
 
 import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -37,4 +39,14 @@ func IgnoreConflict(err error) error {
 		return nil
 	}
 	return err
+}
+
+// OfASet reports an Exporter a set may own: ours (the set label) or one controlled by an
+// ExporterSet (upstream's, to be taken over).
+func OfASet(e *jumpstarterv1alpha1.Exporter) bool {
+	if e.Labels[pool.LabelSet] != "" {
+		return true
+	}
+	ref := metav1.GetControllerOf(e)
+	return ref != nil && ref.Kind == "ExporterSet"
 }

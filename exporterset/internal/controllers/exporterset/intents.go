@@ -113,7 +113,7 @@ func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *contract.Inten
 // builtWith reports whether the instance controller last built in with the decisions of
 // version, and in shows it built: its config Secret, and its Pod unless none is wanted.
 func (r *Reconciler) builtWith(set string, in *pool.Instance, it contract.Intent, version string) bool {
-	res, ok := r.board.Result(set, in.Exporter.UID)
+	res, ok := r.Board.Result(set, in.Exporter.UID)
 	return ok && res.Version == version && in.ConfigSecret != nil && !it.Restart && (in.HasPod() || !it.Start)
 }
 
@@ -121,7 +121,7 @@ func (r *Reconciler) builtWith(set string, in *pool.Instance, it contract.Intent
 // decides again, the instance controller builds nothing new for the set, and that pass
 // pokes every live instance again (one may have been passed over meanwhile).
 func (r *Reconciler) withdraw(set string) {
-	r.board.Withdraw(set)
+	r.Board.Withdraw(set)
 	r.memory.poked.Forget(set)
 }
 

@@ -257,7 +257,7 @@ func orDefault(s, def string) string {
 // external state ext), the pool's failures and the set's failure backoff. caPEM is the CA
 // bundle the set's instances are configured with (nil when none was read yet).
 func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caPEM []byte) health {
-	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.registrationGrace}
+	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.RegistrationGrace}
 	version := fmt.Sprintf("%s/%d", p.set.UID, p.set.Generation)
 	if p.class != nil {
 		if sd := p.class.Spec.StartupDeadline; sd != nil {
@@ -297,7 +297,7 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caP
 	return health{
 		problems: problems,
 		failures: summarizeFailures(obs.Instances, problems),
-		backoff:  r.failureMemory.observe(keyOf(p.set), version, p.now, obs.Instances, problems, r.backoffBase, r.backoffCap),
+		backoff:  r.failureMemory.observe(keyOf(p.set), version, p.now, obs.Instances, problems, r.BackoffBase, r.BackoffCap),
 	}
 }
 

@@ -7,13 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/budget"
-	"github.com/exporterset/exporterset/exporterset/internal/controllers/capacitybudget"
 	"github.com/exporterset/exporterset/exporterset/internal/ledger"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
@@ -23,20 +21,10 @@ import (
 // every controller counts a budget's resources from the Exporters alone.
 const AnnotationRequests = ledger.AnnotationRequests
 
-// setupBudgets registers the CapacityBudget controller (WithCapacityBudgets). It sees the
-// sets through budgetSet, the set controller's own observation.
-func (r *Reconciler) setupBudgets(mgr ctrl.Manager) error {
-	b := &capacitybudget.Reconciler{Client: r.client, Clock: r.clock, Metrics: r.metrics, Recorder: r.recorder, Sets: r.budgetSet}
-	if r.gate != nil {
-		b.Serves = r.servesSet
-	}
-	return b.SetupWithManager(mgr, r.name+"-budget")
-}
-
 // reserve takes places in the set's budgets for the Exporters named, in order, and returns
 // how many of them (a prefix) it got (internal/ledger).
 func (r *Reconciler) reserve(ctx context.Context, p *pass, names []string, per corev1.ResourceList) (int, error) {
-	l := ledger.Ledger{Cache: r.client, Live: r.apiReader, Writer: r.client, Now: r.clock.Now}
+	l := ledger.Ledger{Cache: r.client, Live: r.apiReader, Writer: r.client, Now: r.Clock.Now}
 	got, retry, err := l.Reserve(ctx, p.set, p.gov.names(), names, per)
 	if retry {
 		p.requeueIn(conflictRetry)
@@ -44,9 +32,10 @@ func (r *Reconciler) reserve(ctx context.Context, p *pass, names []string, per c
 	return got, err
 }
 
-// budgetSet is a governed set as the allocation sees it, from the cache (Instances and Used
+// BudgetSet is a governed set as the allocation sees it (the CapacityBudget controller's
+// SetView), from the cache (Instances and Used
 // are the ledger's count).
-func (r *Reconciler) budgetSet(ctx context.Context, set *vtv1alpha1.ExporterSet, now time.Time) (budget.Set, error) {
+func (r *Reconciler) BudgetSet(ctx context.Context, set *vtv1alpha1.ExporterSet, now time.Time) (budget.Set, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&set.Spec.Selector)
 	if err != nil {
 		sel = labels.Everything() // the set is blocked; its Exporters still count
@@ -113,15 +102,15 @@ func (r *Reconciler) leadTimeOf(set *vtv1alpha1.ExporterSet) time.Duration {
 	return DefaultBookingLeadTime
 }
 
-// servesSet reports whether this process acts on set: it serves the set's provisioner and
+// ServesSet reports whether this process acts on set: it serves the set's provisioner and
 // holds the gate's lock for it.
-func (r *Reconciler) servesSet(ctx context.Context, set *vtv1alpha1.ExporterSet) bool {
+func (r *Reconciler) ServesSet(ctx context.Context, set *vtv1alpha1.ExporterSet) bool {
 	var class vtv1alpha1.VirtualTargetClass
 	if err := r.client.Get(ctx, client.ObjectKey{Namespace: set.Namespace, Name: set.Spec.VirtualTargetClassName}, &class); err != nil {
 		return false
 	}
 	_, ok := r.registry.Get(class.Spec.Provisioner)
-	return ok && r.gate(set.Namespace, class.Spec.Provisioner)
+	return ok && r.Gate(set.Namespace, class.Spec.Provisioner)
 }
 
 // setsOfBudget maps a budget to the sets it selects now or allocated for before (a set

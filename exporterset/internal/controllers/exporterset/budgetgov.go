@@ -45,7 +45,7 @@ func (g governance) names() []string {
 // outdated (replaced by surge).
 func (r *Reconciler) governanceOf(ctx context.Context, set *vtv1alpha1.ExporterSet, holds int32, rolling bool) (governance, error) {
 	var g governance
-	if !r.budgets {
+	if !r.Budgets {
 		return g, nil
 	}
 	var list vtv1alpha1.CapacityBudgetList
@@ -118,7 +118,7 @@ func (r *Reconciler) instanceRequests(ctx context.Context, p *pass) (corev1.Reso
 		return nil, nil
 	}
 	e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: p.set.Name + "-budget", Namespace: p.set.Namespace, Labels: objects.InstanceLabels(p.set, p.hash)}}
-	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, ConfigSecretName(e.Name)))
+	pod, err := p.prov.RenderPod(ctx, p.req.ForExporter(e, objects.ConfigSecretName(e.Name)))
 	if err != nil {
 		return nil, fmt.Errorf("rendering an instance's Pod to count its requests against the CapacityBudget: %w", err)
 	}

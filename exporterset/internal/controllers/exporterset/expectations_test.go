@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The pass sees what it created and retired before the cache does, without changing what
 // was observed.
 func TestExpectationsLeaveTheObservationAlone(t *testing.T) {
-	mem := newMemory()
+	mem := newMemory(state.NewMemory())
 	e := expectations{mem.expectations}
 	now := fixture.Epoch
 	e.expectCreated("ns/s", now, "new")

@@ -130,7 +130,7 @@ func (r *Reconciler) observe(ctx context.Context, set *vtv1alpha1.ExporterSet, s
 			continue
 		}
 		in := &pool.Instance{Exporter: e, Pods: podsByOwner[e.UID]}
-		if s := secretsByName[ConfigSecretName(e.Name)]; s != nil && objects.IsControlledBy(s, e.UID) {
+		if s := secretsByName[objects.ConfigSecretName(e.Name)]; s != nil && objects.IsControlledBy(s, e.UID) {
 			in.ConfigSecret = s
 		}
 		if c := e.Status.Credential; c != nil && c.Name != "" {

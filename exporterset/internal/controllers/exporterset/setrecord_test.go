@@ -24,7 +24,7 @@ import (
 // or one forget left out, fails it.
 func TestDeletedSetLeavesNothing(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	r := NewReconciler(nil, nil, nil, WithMetrics(reg))
+	r := newTestReconciler(withMetrics(reg))
 	fill := func(name string) {
 		key := "ns/" + name
 		r.expectations.expectCreated(key, fixture.Epoch, name+"-new")
@@ -36,15 +36,15 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 		r.pruned.noteWrite(set, vtv1alpha1.ExporterSetStatus{ObservedGeneration: 1, InstanceSequence: 4, SurplusSince: ptr.To(metav1.NewTime(fixture.Epoch))})
 		r.bookingLead(&pass{set: set, now: fixture.Epoch, events: &eventlog.Batch{}}, &observation{Instances: []*pool.Instance{fixture.Instance(name + "-b")}})
 		ms := r.metricsOf(key)
-		r.metrics.ObserveStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready, fixture.Leased("l"))}, nil, fixture.Epoch)
-		r.metrics.ObserveSLO("ns", name, ms, metrics.SLOInput{Now: fixture.Epoch, Instances: []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready)}})
+		r.Metrics.ObserveStatus("ns", name, ms, pool.Counts{Replicas: 1}, []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready, fixture.Leased("l"))}, nil, fixture.Epoch)
+		r.Metrics.ObserveSLO("ns", name, ms, metrics.SLOInput{Now: fixture.Epoch, Instances: []*pool.Instance{fixture.Instance(name+"-a", fixture.Ready)}})
 	}
 	fill("gone")
 	fill("kept")
 
 	// Control: every store of the record holds the set, so the checks below can fail.
 	stores := []string{"expectations", "failures", "instFailures", "pruned", "startup", "metrics"}
-	held := StoresRemembering(r, "ns/gone")
+	held := r.memory.Holding("ns/gone")
 	for _, s := range stores {
 		if !held[s] {
 			t.Fatalf("store %s holds nothing of the set before its deletion (holding: %v)", s, held)
@@ -56,11 +56,11 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 
 	r.forget(types.NamespacedName{Namespace: "ns", Name: "gone"})
 
-	if left := StoresRemembering(r, "ns/gone"); len(left) != 0 {
+	if left := r.memory.Holding("ns/gone"); len(left) != 0 {
 		t.Errorf("the deleted set is still remembered by %v", left)
 	}
-	if r.memory.Size() == 0 || len(StoresRemembering(r, "ns/kept")) < len(stores) {
-		t.Errorf("forgetting one set took another's: it is held by %v", StoresRemembering(r, "ns/kept"))
+	if r.memory.Size() == 0 || len(r.memory.Holding("ns/kept")) < len(stores) {
+		t.Errorf("forgetting one set took another's: it is held by %v", r.memory.Holding("ns/kept"))
 	}
 	if left := seriesOf(t, reg, "gone"); len(left) != 0 {
 		t.Errorf("series %v of the deleted set are left", left)
@@ -70,14 +70,14 @@ func TestDeletedSetLeavesNothing(t *testing.T) {
 // TestSetRecordSweepsGoneInstances: what the record keeps per instance (its failure record)
 // goes at the first sweep that does not see the instance; the set's own part stays.
 func TestSetRecordSweepsGoneInstances(t *testing.T) {
-	r := NewReconciler(nil, nil, nil)
+	r := newTestReconciler()
 	crashing := fixture.Instance("a", fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true}))
 	observeFixtures(r.failureMemory, "ns/s", "v1", fixture.Epoch, []*pool.Instance{crashing, fixture.Instance("b")}, time.Second, time.Minute)
-	if got := RememberedInstances(r, "ns/s"); len(got) != 2 {
+	if got := r.memory.Instances("ns/s"); len(got) != 2 {
 		t.Fatalf("remembered instances %v, want a and b", got)
 	}
 	r.memory.Sweep("ns/s", map[types.UID]bool{crashing.Exporter.UID: true}, r.memory.Mark())
-	if got := RememberedInstances(r, "ns/s"); len(got) != 1 || !got[crashing.Exporter.UID] {
+	if got := r.memory.Instances("ns/s"); len(got) != 1 || !got[crashing.Exporter.UID] {
 		t.Errorf("after b went: remembered %v, want only a", got)
 	}
 	if b := observeFixtures(r.failureMemory, "ns/s", "v1", fixture.Epoch, []*pool.Instance{crashing}, time.Second, time.Minute); b.Failures != 1 {

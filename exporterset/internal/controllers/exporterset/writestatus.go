@@ -50,7 +50,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 		}
 		apimeta.SetStatusCondition(&st.Conditions, c)
 	}
-	r.metrics.ObserveConditions(p.set.Namespace, p.set.Name, st.Conditions)
+	r.Metrics.ObserveConditions(p.set.Namespace, p.set.Name, st.Conditions)
 	if statusEqual(orig.Status, st) || r.pruned.unchangedAsStored(p.set, orig.Status, st) {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *pass, res passResult) e
 // the set is blocked, it waits for something a person must provide, or its instances fail
 // (the event's reason is then the condition's, e.g. ImagePullFailed; byReason says only a
 // change of reason is new). Other problems (failed creates) record their own events.
-func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action string, byReason bool) {
+func problemEvent(blocked bool, c metav1.Condition) (reason eventlog.Reason, action string, byReason bool) {
 	if c.Type == vtv1alpha1.ConditionLeasesWait && c.Status == metav1.ConditionFalse {
 		return eventlog.LeasesRefused, "Reconcile", true // the condition quotes the core's rule
 	}
@@ -89,7 +89,7 @@ func problemEvent(blocked bool, c metav1.Condition) (reason EventReason, action 
 	case cr == vtv1alpha1.ReasonCABundleMissing || cr == vtv1alpha1.ReasonCredentialsMissing:
 		return eventlog.Waiting, "Configure", false
 	case isFailureReason(cr) || cr == vtv1alpha1.ReasonRemoteUnreachable:
-		return EventReason(cr), "Observe", true
+		return eventlog.Reason(cr), "Observe", true
 	}
 	return "", "", false
 }

@@ -98,13 +98,13 @@ func (r *Reconciler) warn(ctx context.Context, p *pass, req *provisioner.Request
 
 func (r *Reconciler) describe(ctx context.Context, p *pass) (provisioner.Description, error) {
 	set, name := keyOf(p.set), p.class.Spec.Provisioner
-	if e, ok := r.memory.describes.ForSet(set); ok && e.name == name && r.clock.Since(e.at) < describeTTL {
+	if e, ok := r.memory.describes.ForSet(set); ok && e.name == name && r.Clock.Since(e.at) < describeTTL {
 		return e.desc, nil
 	}
 	desc, err := p.prov.Describe(ctx)
 	if err != nil {
 		return desc, err
 	}
-	r.memory.describes.PutSet(set, describeEntry{name: name, desc: desc, at: r.clock.Now()})
+	r.memory.describes.PutSet(set, describeEntry{name: name, desc: desc, at: r.Clock.Now()})
 	return desc, nil
 }

@@ -77,7 +77,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 		for _, in := range plan.Reclaimed {
 			p.events.Add(eventlog.BudgetReclaim, in.Name()+" (CapacityBudget "+p.gov.strictest+")", in.Exporter)
 		}
-		r.metrics.CountReclaims(p.set.Namespace, p.gov.strictest, p.set.Name, n)
+		r.Metrics.CountReclaims(p.set.Namespace, p.gov.strictest, p.set.Name, n)
 	}
 	for _, in := range obs.Strays {
 		if in.Deleting() || in.Leased() {
@@ -98,12 +98,12 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	var caErr error
 	for _, in := range live {
 		if in.Credentialed() {
-			ca, res.caProblem, caErr = r.ca.Get(ctx, p.set, p.class) // without it, no config Secret is written
+			ca, res.caProblem, caErr = r.CA.Get(ctx, p.set, p.class) // without it, no config Secret is written
 			break
 		}
 	}
 	intents := intentsOf(p, plan, holdUntil, ca, problems, ext, held)
-	r.board.Publish(keyOf(p.set), intents)
+	r.Board.Publish(keyOf(p.set), intents)
 	r.pokeChanged(ctx, p, intents, live)
 	var err error
 	res.seq, err = r.createInstances(ctx, p, obs, plan.Create, seq)
@@ -129,7 +129,7 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 	}
 	res.configured = r.configured(p, live, external)
 	if len(res.credMissing()) > 0 || res.caProblem != "" {
-		p.requeueIn(r.retryInterval) // neither ConfigMaps nor foreign Secrets are watched
+		p.requeueIn(r.RetryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
 	return res, errors.Join(errs...)
 }
@@ -159,7 +159,7 @@ func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error
 		case !in.Credentialed():
 			out[i] = contract.Result{WaitingCred: true}
 		default:
-			out[i], _ = r.board.Result(keyOf(p.set), in.Exporter.UID)
+			out[i], _ = r.Board.Result(keyOf(p.set), in.Exporter.UID)
 		}
 	}
 	return out
@@ -173,7 +173,7 @@ func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error
 func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*pool.Instance, states externalStates, resting bool) (invalid []error, err error) {
 	invalid = make([]error, len(live))
 	errs := make([]error, len(live))
-	sem := make(chan struct{}, r.createParallelism)
+	sem := make(chan struct{}, r.CreateParallelism)
 	var wg sync.WaitGroup
 	for i, in := range live {
 		if st := states.of(in); resting && !in.Leased() && (st == nil || st.Phase == provisioner.ExternalGone) {
@@ -197,7 +197,7 @@ func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *pro
 func (r *Reconciler) removeAll(ctx context.Context, p *pass, ins []*pool.Instance) (gone int32, err error) {
 	errs := make([]error, len(ins))
 	var n atomic.Int32
-	sem := make(chan struct{}, r.createParallelism)
+	sem := make(chan struct{}, r.CreateParallelism)
 	var wg sync.WaitGroup
 	for i, in := range ins {
 		wg.Add(1)
@@ -224,7 +224,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 	// The instance reconciler needs the CA bundle the moment the first credential appears:
 	// read it beside the first creates, not on that instance's chain.
 	prefetched := make(chan struct{})
-	go func() { defer close(prefetched); _, _, _ = r.ca.Get(ctx, p.set, p.class) }()
+	go func() { defer close(prefetched); _, _, _ = r.CA.Get(ctx, p.set, p.class) }()
 	defer func() { <-prefetched }()
 	// A pass whose status write failed after it created instances leaves the sequence
 	// behind them: the names it would compute again belong to instances already counted.
@@ -243,7 +243,7 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		}
 	}
 	remaining := int(n)
-	for batch := min(remaining, max(1, r.createParallelism)); batch > 0; batch = min(remaining, max(1, r.createParallelism)) {
+	for batch := min(remaining, max(1, r.CreateParallelism)); batch > 0; batch = min(remaining, max(1, r.CreateParallelism)) {
 		names := make([]string, batch)
 		for i := range names {
 			for {
@@ -257,8 +257,10 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 		bctx, cancel := ctx, context.CancelFunc(func() {})
 		if p.gov.governed() {
 			// The budgets must hold a place for each before it is created (internal/ledger).
-			// A reservation's time is kept in whole seconds, rounded down: so is this one.
-			reservedAt := r.clock.Now().Truncate(time.Second)
+			// Timed on the wall clock alone (a context's timeout is a wall-clock timer): the
+			// reservation's recorded time is the injected clock's, rounded down to the second,
+			// so a second is taken off.
+			reserving := time.Now()
 			got, err := r.reserve(ctx, p, names, per)
 			if err != nil {
 				r.warning(p.set, nil, eventlog.CreateFailed, "Create", "reserving capacity: %v", err)
@@ -270,18 +272,16 @@ func (r *Reconciler) createInstances(ctx context.Context, p *pass, obs *observat
 			if got == 0 {
 				break
 			}
-			// Not after half the grace: the reservation may be dropped for its age then. The
-			// deadline is the injected clock's; the context gets what is left of it as a timeout
-			// (a context's deadline is read on the wall clock).
-			bctx, cancel = context.WithTimeout(ctx, reservedAt.Add(ledger.ReservationGrace/2).Sub(r.clock.Now()))
+			// Not after half the grace: the reservation may be dropped for its age then.
+			bctx, cancel = context.WithTimeout(ctx, ledger.ReservationGrace/2-time.Second-time.Since(reserving))
 		}
 		created, err := r.createBatch(bctx, p, names, per)
 		cancel()
 		remaining -= len(names)
-		if r.useExpectations {
+		if r.UseExpectations {
 			r.expectations.expectCreated(keyOf(p.set), p.now, created...)
 		}
-		r.metrics.CountCreated(p.set.Namespace, p.set.Name, len(created))
+		r.Metrics.CountCreated(p.set.Namespace, p.set.Name, len(created))
 		if p.set.Status.InstanceSequence == 0 && len(created) > 0 {
 			traceFirst(ctx, stepExporterCreate, "exporters", created)
 		}

@@ -12,6 +12,7 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -192,7 +193,7 @@ func TestSummarizeFailures(t *testing.T) {
 }
 
 func TestFailureBackoff(t *testing.T) {
-	mem := newMemory()
+	mem := newMemory(state.NewMemory())
 	m := failureMemory{mem.failures, mem.instFailures}
 	base, limit := 2*time.Second, 20*time.Second
 	crashing := func(name string) *pool.Instance {

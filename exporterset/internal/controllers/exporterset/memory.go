@@ -37,8 +37,7 @@ type memory struct {
 	policies     *state.Memo[policiesEntry]     // per set: its namespace's ExporterAccessPolicies (hardware_policy.go)
 }
 
-func newMemory() *memory {
-	mem := state.NewMemory()
+func newMemory(mem *state.Memory) *memory {
 	return &memory{
 		Memory:       mem,
 		describes:    state.Register[describeEntry](mem, "describes"),

@@ -4,14 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
-	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 // The set's annotation wins over its class's; a bad or empty one blocks, naming where it is.
@@ -53,47 +50,6 @@ func TestHardwareSelectorOf(t *testing.T) {
 			t.Errorf("%s: selector %s, want none", c.name, sel)
 		case c.matches != nil && (sel == nil || !sel.Matches(c.matches)):
 			t.Errorf("%s: selector %v does not match %v", c.name, sel, c.matches)
-		}
-	}
-}
-
-// The cache keeps of an Exporter no set owns what makes it a free board: trimmed, a free
-// board is still free and a leased or offline one still is not.
-func TestTrimmedBoardKeepsWhatMakesItFree(t *testing.T) {
-	board := func(leased, online bool) *jumpstarterv1alpha1.Exporter {
-		cond := func(typ string, ok bool) metav1.Condition {
-			s := metav1.ConditionFalse
-			if ok {
-				s = metav1.ConditionTrue
-			}
-			return metav1.Condition{Type: typ, Status: s, Reason: "Seen", Message: "Last seen less than 1 minute ago"}
-		}
-		e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Labels: map[string]string{"board": "rpi4"}},
-			Spec: jumpstarterv1alpha1.ExporterSpec{Enabled: ptr.To(true)},
-			Status: jumpstarterv1alpha1.ExporterStatus{Endpoint: "grpc:443", ExporterStatusValue: jumpstarterv1alpha1.ExporterStatusAvailable,
-				Devices:    []jumpstarterv1alpha1.Device{{Uuid: "d"}},
-				Conditions: []metav1.Condition{cond(jumpstarterv1alpha1.ExporterConditionOnline, online), cond(jumpstarterv1alpha1.ExporterConditionRegistered, true)}}}
-		if leased {
-			e.Status.LeaseRef = &corev1.LocalObjectReference{Name: "l"}
-			e.Status.ExporterStatusValue = jumpstarterv1alpha1.ExporterStatusLeaseReady
-		}
-		return e
-	}
-	for _, c := range []struct {
-		name           string
-		leased, online bool
-	}{{"free", false, true}, {"leased", true, true}, {"offline", false, false}} {
-		e := board(c.leased, c.online)
-		got, err := trimUnrelatedExporter(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		trimmed := got.(*jumpstarterv1alpha1.Exporter)
-		if want, have := pool.FreeBoard(e), pool.FreeBoard(trimmed); want != have {
-			t.Errorf("%s board: free %v in full, %v trimmed", c.name, want, have)
-		}
-		if trimmed.Status.Devices != nil || trimmed.Status.Endpoint != "" {
-			t.Errorf("%s board: trimmed copy keeps devices or endpoint", c.name)
 		}
 	}
 }

@@ -17,10 +17,10 @@ import (
 // and never set documents a behaviour that does not exist.
 func TestVocabularyMatchesBehaviour(t *testing.T) {
 	// The controllers' code: the front and the instance controller.
-	code := productionCode(t, ".") + productionCode(t, "internal/controllers/instance")
+	code := productionCode(t, ".") + productionCode(t, "../instance")
 	for _, c := range []struct{ file, typ, qualifier string }{
-		{"../api/v1alpha1/conditions.go", "ConditionReason", "vtv1alpha1."},
-		{"internal/eventlog/eventlog.go", "Reason", "eventlog."},
+		{"../../../../api/v1alpha1/conditions.go", "ConditionReason", "vtv1alpha1."},
+		{"../../eventlog/eventlog.go", "Reason", "eventlog."},
 	} {
 		names := constantsOfType(t, c.file, c.typ)
 		if len(names) < 5 {

@@ -56,7 +56,7 @@ func (r *Reconciler) bookingLead(p *pass, obs *observation) time.Duration {
 	}
 	if log.warned != v {
 		log.warned = v
-		r.recorder.Eventf(p.set, nil, corev1.EventTypeWarning, string(eventlog.InvalidSpec), "BookingLeadTime",
+		r.Recorder.Eventf(p.set, nil, corev1.EventTypeWarning, string(eventlog.InvalidSpec), "BookingLeadTime",
 			"annotation %s=%q is not a duration such as 90s or 5m (%v); using the lead time %s", AnnotationBookingLeadTime, v, err, lead)
 	}
 	return lead

@@ -44,12 +44,12 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance, why
 			}
 			return fmt.Errorf("disabling %s: %w", e.Name, err)
 		}
-		if r.useExpectations {
+		if r.UseExpectations {
 			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 		}
 		p.events.Add(eventlog.Retiring, e.Name, patched)
-		r.metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
-		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+		r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
+		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
 	}
 	_, err := r.remove(ctx, p, in)
@@ -141,7 +141,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	if err != nil {
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
-	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
+	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name))); err != nil {
 		r.warning(p.set, e, eventlog.ProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
@@ -164,20 +164,20 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	if err != nil {
 		err = fmt.Errorf("finalizing %s: %w", e.Name, err) // finalizeDeleting retries it
 	}
-	r.instances.Retired(keyOf(p.set), e.UID) // its rendered config holds the token
+	r.InstanceRetired(keyOf(p.set), e.UID) // its rendered config holds the token
 	if recycled {
 		p.events.Add(eventlog.Recycled, e.Name, e)
-		r.metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
+		r.Metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
 		why := pool.RetiredReleased
 		if in.Failed() {
 			why = pool.RetiredFailed // its exporter failed rather than exiting after a lease
 		}
-		r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
 	} else {
 		p.events.Add(eventlog.Retired, e.Name, e)
 		if in.Quarantined() && !in.Retiring() {
 			// Kept for inspection, now removed (PlanQuarantine): it never went through retire.
-			r.metrics.CountRetirement(p.set.Namespace, p.set.Name, string(pool.RetiredQuarantined))
+			r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(pool.RetiredQuarantined))
 		}
 	}
 	return true, gone, err

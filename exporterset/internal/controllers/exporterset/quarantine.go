@@ -98,10 +98,10 @@ func (r *Reconciler) quarantine(ctx context.Context, p *pass, obs *observation) 
 			continue // it changed since the pass looked: decided again soon
 		}
 		s.reuse.add(p.now, fmt.Sprintf("instance %s: %s: %s", c.in.Name(), c.reason, c.message))
-		r.metrics.CountQuarantined(p.set.Namespace, p.set.Name, c.reason)
+		r.Metrics.CountQuarantined(p.set.Namespace, p.set.Name, c.reason)
 		patched[e.Name] = &pool.Instance{Exporter: e, Pods: c.in.Pods, ConfigSecret: c.in.ConfigSecret, Credential: c.in.Credential}
 	}
-	return s.reuse.breaker(r.backoffBase, r.backoffCap), obs.replacing(patched), err
+	return s.reuse.breaker(r.BackoffBase, r.BackoffCap), obs.replacing(patched), err
 }
 
 // failedCheck reports whether in failed its check: a failed lease hook reported now or seen
@@ -207,7 +207,7 @@ func (r *Reconciler) quarantineOne(ctx context.Context, p *pass, c quarantineCas
 func (r *Reconciler) planQuarantine(p *pass, in pool.PlanInput) pool.QuarantinePlan {
 	qp := pool.PlanQuarantine(pool.QuarantineInput{Scale: in, TTL: p.policy.quarantineTTL, MaxKept: p.policy.maxQuarantined, Grace: quarantineGrace})
 	p.requeueIn(qp.RequeueAfter)
-	r.metrics.ObserveQuarantined(p.set.Namespace, p.set.Name, int(qp.Kept))
+	r.Metrics.ObserveQuarantined(p.set.Namespace, p.set.Name, int(qp.Kept))
 	return qp
 }
 

@@ -11,12 +11,13 @@ import (
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/fixture"
+	"github.com/exporterset/exporterset/exporterset/internal/state"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
 func TestBookingLeadOverride(t *testing.T) {
 	rec := &countingRecorder{}
-	r := &Reconciler{memory: newMemory(), recorder: rec}
+	r := &Reconciler{memory: newMemory(state.NewMemory()), Config: Config{Recorder: rec}}
 	p := &pass{set: &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}, now: fixture.Epoch.Add(10 * time.Second),
 		class: &vtv1alpha1.VirtualTargetClass{}}
 	obs := &observation{}

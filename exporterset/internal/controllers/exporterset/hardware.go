@@ -13,6 +13,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 )
 
@@ -88,7 +89,7 @@ var boardEvents = predicate.Funcs{
 
 func ofNoSet(o client.Object) bool {
 	e, ok := o.(*jumpstarterv1alpha1.Exporter)
-	return ok && !ofASet(e)
+	return ok && !objects.OfASet(e)
 }
 
 // setsOfBoard maps an Exporter no set owns to the sets of its namespace whose hardware

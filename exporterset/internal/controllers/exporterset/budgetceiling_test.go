@@ -1,10 +1,9 @@
-package exporterset_test
+package exporterset
 
 import (
 	"testing"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
-	"github.com/exporterset/exporterset/exporterset"
 )
 
 // The ceiling a budget gives a set: its Allowed, one more while it has all it wants and a
@@ -40,7 +39,7 @@ func TestBudgetCeilingOf(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := exporterset.CeilingOf(c.b, c.s, c.holds, c.rolling); got != c.want {
+			if got := ceilingOf(c.b, c.s, c.holds, c.rolling); got != c.want {
 				t.Errorf("ceiling %d, want %d", got, c.want)
 			}
 		})

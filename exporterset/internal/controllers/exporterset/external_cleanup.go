@@ -16,6 +16,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -27,7 +28,7 @@ func (r *Reconciler) finalizeExternal(ctx context.Context, prov provisioner.Prov
 	if !slices.Contains(e.Finalizers, FinalizerExternal) {
 		return nil
 	}
-	if err := prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name))); err != nil {
+	if err := prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name))); err != nil {
 		return fmt.Errorf("cleaning up the external resources of %s: %w", e.Name, err)
 	}
 	patched := e.DeepCopy()
@@ -53,7 +54,7 @@ func (r *Reconciler) finalizeDeleting(ctx context.Context, p *pass, req *provisi
 // pass on a stale cache must not sweep what was just created.
 func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisioner.Request, obs *observation) error {
 	key := keyOf(p.set)
-	if last, ok := r.memory.inventory.ForSet(key); ok && p.now.Sub(last) < r.inventoryInterval {
+	if last, ok := r.memory.inventory.ForSet(key); ok && p.now.Sub(last) < r.InventoryInterval {
 		return nil
 	}
 	ext := externalOf(p.prov)
@@ -84,7 +85,7 @@ func (r *Reconciler) sweepExternal(ctx context.Context, p *pass, req *provisione
 		}
 		stub := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{
 			Namespace: p.set.Namespace, Name: res.Instance, UID: types.UID(res.InstanceUID), Annotations: res.Annotations}}
-		if err := p.prov.Cleanup(ctx, req.ForExporter(stub, ConfigSecretName(stub.Name))); err != nil {
+		if err := p.prov.Cleanup(ctx, req.ForExporter(stub, objects.ConfigSecretName(stub.Name))); err != nil {
 			errs = append(errs, fmt.Errorf("cleaning up orphaned %s %s: %w", res.Kind, res.Name, err))
 			continue
 		}
@@ -139,7 +140,7 @@ func (r *Reconciler) orphanRequest(ctx context.Context, e *jumpstarterv1alpha1.E
 	if !ok {
 		return nil, nil, fmt.Errorf("provisioner %q is not served here", class.Spec.Provisioner)
 	}
-	if r.gate != nil && !r.gate(e.Namespace, class.Spec.Provisioner) {
+	if r.Gate != nil && !r.Gate(e.Namespace, class.Spec.Provisioner) {
 		return nil, nil, errGated
 	}
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: setName}}

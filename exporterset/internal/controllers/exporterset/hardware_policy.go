@@ -43,13 +43,13 @@ func (r *Reconciler) boardPolicyNote(ctx context.Context, set *vtv1alpha1.Export
 	}
 	key := keyOf(set)
 	e, ok := r.memory.policies.ForSet(key)
-	if !ok || r.clock.Since(e.at) >= policiesTTL {
+	if !ok || r.Clock.Since(e.at) >= policiesTTL {
 		var list jumpstarterv1alpha1.ExporterAccessPolicyList
 		err := r.apiReader.List(ctx, &list, client.InNamespace(set.Namespace))
 		if err != nil {
 			logf.FromContext(ctx).V(1).Info("ExporterAccessPolicies unreadable: the boards' priority is not judged", "error", err.Error())
 		}
-		e = policiesEntry{items: list.Items, ok: err == nil, at: r.clock.Now()}
+		e = policiesEntry{items: list.Items, ok: err == nil, at: r.Clock.Now()}
 		r.memory.policies.PutSet(key, e)
 	}
 	if !e.ok {

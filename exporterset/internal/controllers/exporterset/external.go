@@ -99,7 +99,7 @@ func (r *Reconciler) credentials(ctx context.Context, namespace, set string, cla
 	if ref == nil || ref.Name == "" {
 		return nil, "", nil // the provisioner's Validate says whether it needs them
 	}
-	if e, ok := r.memory.credentials.ForSet(set); ok && e.secret == ref.Name && r.clock.Since(e.at) < cabundle.TTL {
+	if e, ok := r.memory.credentials.ForSet(set); ok && e.secret == ref.Name && r.Clock.Since(e.at) < cabundle.TTL {
 		return e.data, "", nil
 	}
 	var s corev1.Secret
@@ -110,7 +110,7 @@ func (r *Reconciler) credentials(ctx context.Context, namespace, set string, cla
 		}
 		return nil, "", fmt.Errorf("reading credentials Secret %s: %w", ref.Name, err)
 	}
-	r.memory.credentials.PutSet(set, credentialsEntry{secret: ref.Name, data: s.Data, at: r.clock.Now()})
+	r.memory.credentials.PutSet(set, credentialsEntry{secret: ref.Name, data: s.Data, at: r.Clock.Now()})
 	return s.Data, "", nil
 }
 
@@ -131,7 +131,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.createParallelism)
+	sem := make(chan struct{}, r.CreateParallelism)
 	for _, in := range obs.Instances {
 		if in.Deleting() {
 			continue
@@ -147,7 +147,7 @@ func (r *Reconciler) observeExternal(ctx context.Context, p *pass, obs *observat
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			st, err := ext.ObserveExternal(ctx, req.ForExporter(in.Exporter.DeepCopy(), ConfigSecretName(in.Name())))
+			st, err := ext.ObserveExternal(ctx, req.ForExporter(in.Exporter.DeepCopy(), objects.ConfigSecretName(in.Name())))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -209,7 +209,7 @@ func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provision
 		}
 		e = patched
 	}
-	annotations, err := externalOf(p.prov).CreateExternal(ctx, req.ForExporter(e.DeepCopy(), ConfigSecretName(e.Name)))
+	annotations, err := externalOf(p.prov).CreateExternal(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name)))
 	if err != nil {
 		if provisioner.IsInvalid(err) {
 			return err, nil

@@ -20,7 +20,7 @@ import (
 // the conditions' failures must count the same instances, or a pool with none available says
 // Available=True while its status counts one failing (the soak sweep found it).
 func TestRenewedThenQuarantinedHasNoProblem(t *testing.T) {
-	r := NewReconciler(nil, nil, nil)
+	r := newTestReconciler()
 	set := &vtv1alpha1.ExporterSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "set", UID: "uid-set"}}
 	in := fixture.Instance("a", fixture.Ready, fixture.Quarantined(time.Second))
 	in.Pods[0].UID = types.UID("pod-a")
