@@ -2,8 +2,6 @@ package exporterset
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,7 +9,7 @@ import (
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/controllers/capacitybudget"
-	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 )
 
 // CacheOptions returns the cache settings the reconciler needs, for the manager's
@@ -21,12 +19,10 @@ import (
 // made carry no label of ours, and a set must count them; a namespace holds far fewer
 // Exporters than Pods or Secrets. Namespaces, if any, restrict every cache.
 func CacheOptions(namespaces ...string) cache.Options {
-	mine := labels.NewSelector().Add(mustRequirement(pool.LabelSet, selection.Exists, nil))
-	notEnded := labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                {Label: mine},
-		&corev1.Secret{}:             {Label: mine},
-		&jumpstarterv1alpha1.Lease{}: {Label: notEnded},
+		&corev1.Pod{}:                {Label: objects.LabelledForASet()},
+		&corev1.Secret{}:             {Label: objects.LabelledForASet()},
+		&jumpstarterv1alpha1.Lease{}: {Label: objects.NotEndedLeases()},
 		// Not label-restricted: a pool taken over from upstream carries none of our labels.
 		&jumpstarterv1alpha1.Exporter{}: {Transform: trimUnrelatedExporter},
 	}, DefaultTransform: stripManagedFields}
@@ -37,14 +33,6 @@ func CacheOptions(namespaces ...string) cache.Options {
 		}
 	}
 	return o
-}
-
-func mustRequirement(key string, op selection.Operator, vals []string) labels.Requirement {
-	r, err := labels.NewRequirement(key, op, vals)
-	if err != nil {
-		panic(err) // constant arguments: only a programming error gets here
-	}
-	return *r
 }
 
 // InstanceManagerSuffix ends the field manager name the instance controller writes with

@@ -52,7 +52,7 @@ func (r *Reader) Get(ctx context.Context, set *vtv1alpha1.ExporterSet, class *vt
 			key = vtv1alpha1.DefaultCABundleKey
 		}
 	}
-	setKey, source := set.Namespace+"/"+set.Name, name+"/"+key
+	setKey, source := objects.SetKey(set), name+"/"+key
 	if e, ok := r.memo.ForSet(setKey); ok && e.source == source && r.clock.Since(e.at) < TTL {
 		return e.pem, "", nil
 	}

@@ -62,3 +62,6 @@ func IsControlledBy(obj metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == uid
 }
+
+// SetKey is the key the controllers remember a set by (internal/state): namespace/name.
+func SetKey(set metav1.Object) string { return set.GetNamespace() + "/" + set.GetName() }

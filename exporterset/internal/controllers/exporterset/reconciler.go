@@ -380,4 +380,4 @@ func planInput(p *pass, obs *observation, h health, expected int32, lead time.Du
 	return in
 }
 
-func keyOf(set *vtv1alpha1.ExporterSet) string { return set.Namespace + "/" + set.Name }
+func keyOf(set *vtv1alpha1.ExporterSet) string { return objects.SetKey(set) }

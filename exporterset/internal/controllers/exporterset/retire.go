@@ -229,7 +229,7 @@ func retireGraceLeft(e *jumpstarterv1alpha1.Exporter, now time.Time) time.Durati
 // read from the API server: the cache may not show an assignment made a moment ago.
 func (r *Reconciler) assignedLease(ctx context.Context, e *jumpstarterv1alpha1.Exporter) (string, error) {
 	var leases jumpstarterv1alpha1.LeaseList
-	if err := r.apiReader.List(ctx, &leases, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: notEndedLeases}); err != nil {
+	if err := r.apiReader.List(ctx, &leases, client.InNamespace(e.Namespace), client.MatchingLabelsSelector{Selector: objects.NotEndedLeases()}); err != nil {
 		return "", err
 	}
 	for i := range leases.Items {

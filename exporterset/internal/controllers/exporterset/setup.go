@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -48,21 +47,6 @@ func setOf(o client.Object) []string {
 		out = append(out, owner)
 	}
 	return out
-}
-
-// Selectors of the label-restricted caches; notEndedLeases also scopes the uncached Lease
-// read before a removal.
-var (
-	labelledForASet = labels.NewSelector().Add(mustRequirement(pool.LabelSet, selection.Exists, nil))
-	notEndedLeases  = labels.NewSelector().Add(mustRequirement(jumpstarterv1alpha1.LeaseEndedLabel, selection.NotEquals, []string{"true"}))
-)
-
-func mustRequirement(key string, op selection.Operator, vals []string) labels.Requirement {
-	r, err := labels.NewRequirement(key, op, vals)
-	if err != nil {
-		panic(err) // constant arguments: only a programming error gets here
-	}
-	return *r
 }
 
 // SetupIndexes registers the cache indexes the set controller lists by; the front calls it

@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: e.Namespace, Name: setName}, &set); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	key := set.Namespace + "/" + set.Name
+	key := objects.SetKey(&set)
 	d, ok := r.Board.Decisions(key)
 	if !ok || set.DeletionTimestamp != nil || d.SetUID != set.UID || d.Generation != set.Generation || !objects.IsControlledBy(&e, set.UID) {
 		return reconcile.Result{}, nil // the set's next pass decides, and pokes its instances
