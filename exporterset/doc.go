@@ -17,13 +17,16 @@
 //   - the set controller (internal/controllers/exporterset), keyed by ExporterSet, decides how many instances
 //     there are, which to retire and what each live instance gets, and writes the set's
 //     status. It creates, renews (renew.go), disables and deletes Exporters, writes their
-//     use-count and idle annotations (usecount.go) and the external-cleanup finalizer, creates
-//     external targets (external.go), and reserves places in CapacityBudgets (the ledger in
-//     their status, internal/ledger), which the budget controller also writes;
+//     use-count and idle annotations (usecount.go), observes external targets and cleans
+//     them up on the way out, dropping the external-cleanup finalizer (external.go), and
+//     reserves places in CapacityBudgets (the ledger in their status, internal/ledger),
+//     which the budget controller also writes;
 //   - the instance controller (internal/controllers/instance), keyed by Exporter, is the
-//     only writer of an instance's config Secret and Pods (and of the label on its
-//     credential Secret). It acts as soon as the Exporter has its credential, with what its
-//     set's last pass decided. It is a package of its own and imports no other controller.
+//     only creator of an instance's external target (with its finalizer and record on the
+//     Exporter) and the only writer of its config Secret and Pods (and of the label on its
+//     credential Secret). It acts with what its set's last pass decided: on the target at
+//     once, on the rest as soon as the Exporter has its credential. It is a package of its
+//     own and imports no other controller.
 //
 // Decisions flow one way, from the set to its instances, through one record per set
 // (contract.Intents, made in intents.go) that the pass replaces whole on the contract Board

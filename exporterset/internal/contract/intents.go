@@ -35,6 +35,10 @@ type Intents struct {
 	// before a pass has seen it (the plan's StartNew, but not for an external provisioner,
 	// whose Pod waits for its target).
 	Immediate bool
+	// Target is the request, with the class's credentials, that an external provisioner's
+	// targets are created with; nil for a provisioner without targets, or while the
+	// credentials cannot be read (the set reports that).
+	Target *provisioner.Request
 	// Version changes whenever something every instance's config depends on changes.
 	Version   string
 	Instances map[types.UID]Intent
@@ -45,6 +49,12 @@ type Intent struct {
 	Start   bool      // it should get a Pod now (plan.StartPods)
 	Restart bool      // its terminal Pods are deleted so that a fresh one starts (plan.RestartPods)
 	Broken  types.UID // with Restart: its current Pod, deleted too (waiting will not help)
+	// CreateTarget: the pass observed no external target for it, so the instance
+	// controller creates one (provisioner.ExternalProvisioner), unless the Exporter's
+	// record of a created target (objects.AnnotationExternalRecorded) has changed from
+	// SeenRecord since: a target made after the pass looked is not made twice.
+	CreateTarget bool
+	SeenRecord   string
 }
 
 // BackingOff reports whether the set's failure backoff holds Pod starts at now.
@@ -63,6 +73,7 @@ type Result struct {
 	WaitingCred bool   // the Jumpstarter controller has not issued its credential yet
 	CredMissing string // its credential Secret is missing or has no token
 	PodErr      error  // its drivers or Pod are invalid, or its Pod could not be created
+	TargetErr   error  // the provisioner refused to create its external target (provisioner.IsInvalid)
 	Version     string // the Intents.Version it was built with
 }
 
@@ -74,5 +85,5 @@ func Same(a, b Result) bool {
 		}
 		return err.Error()
 	}
-	return a.WaitingCred == b.WaitingCred && a.CredMissing == b.CredMissing && msg(a.PodErr) == msg(b.PodErr)
+	return a.WaitingCred == b.WaitingCred && a.CredMissing == b.CredMissing && msg(a.PodErr) == msg(b.PodErr) && msg(a.TargetErr) == msg(b.TargetErr)
 }

@@ -50,3 +50,19 @@ func OfASet(e *jumpstarterv1alpha1.Exporter) bool {
 	ref := metav1.GetControllerOf(e)
 	return ref != nil && ref.Kind == "ExporterSet"
 }
+
+// What the controllers record on the Exporter of an external instance
+// (provisioner.ExternalProvisioner). The instance controller writes all three as it creates
+// the target; the set controller drops the finalizer once the target is cleaned up.
+const (
+	// FinalizerExternal holds an Exporter of an external provisioner until its remote
+	// resources are cleaned up.
+	FinalizerExternal = "virtualtarget.jumpstarter.dev/external-cleanup"
+	// AnnotationClass records on an external instance's Exporter the class it was created
+	// with: once its set is gone, the class names the provisioner, its parameters and
+	// credentials.
+	AnnotationClass = "virtualtarget.jumpstarter.dev/class"
+	// AnnotationExternalRecorded marks an Exporter whose external resources were created
+	// and whose CreateExternal annotations are recorded beside it; its value is when.
+	AnnotationExternalRecorded = "virtualtarget.jumpstarter.dev/external-created"
+)

@@ -103,6 +103,9 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 		}
 	}
 	intents := intentsOf(p, plan, holdUntil, ca, problems, ext, held)
+	if extReq != nil {
+		withTargets(intents, extReq, live, ext, plan.Standby > 0)
+	}
 	r.Board.Publish(keyOf(p.set), intents)
 	r.pokeChanged(ctx, p, intents, live)
 	var err error
@@ -119,15 +122,11 @@ func (r *Reconciler) act(ctx context.Context, p *pass, obs *observation, plan *p
 
 	errs = append(errs, r.recordUses(ctx, p, live, obs.Leases)) // after the creates: they are what a pool waits for
 
-	var external []error
+	errs = append(errs, caErr)
 	if extReq != nil {
-		external, err = r.ensureExternalAll(ctx, p, extReq, live, ext, plan.Standby > 0)
-	}
-	errs = append(errs, caErr, err)
-	if extReq != nil && err == nil {
 		errs = append(errs, r.sweepExternal(ctx, p, extReq, obs))
 	}
-	res.configured = r.configured(p, live, external)
+	res.configured = r.configured(p, live)
 	if len(res.credMissing()) > 0 || res.caProblem != "" {
 		p.requeueIn(r.RetryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
@@ -148,46 +147,22 @@ func liveInstances(obs *observation, done map[string]bool) []*pool.Instance {
 }
 
 // configured is what building each live instance last met, in instance order: waiting for
-// its credential, or what the instance reconciler reported (an external instance's invalid
+// its credential, or what the instance controller reported (an external instance's refused
 // target first).
-func (r *Reconciler) configured(p *pass, live []*pool.Instance, external []error) []contract.Result {
+func (r *Reconciler) configured(p *pass, live []*pool.Instance) []contract.Result {
 	out := make([]contract.Result, len(live))
 	for i, in := range live {
+		res, _ := r.Board.Result(keyOf(p.set), in.Exporter.UID)
 		switch {
-		case external != nil && external[i] != nil:
-			out[i] = contract.Result{PodErr: external[i]}
+		case res.TargetErr != nil:
+			out[i] = contract.Result{PodErr: res.TargetErr}
 		case !in.Credentialed():
 			out[i] = contract.Result{WaitingCred: true}
 		default:
-			out[i], _ = r.Board.Result(keyOf(p.set), in.Exporter.UID)
+			out[i] = res
 		}
 	}
 	return out
-}
-
-// ensureExternalAll creates (or finds) the external targets of the live instances
-// concurrently, at most createParallelism at once; invalid[i] is what a person must look at
-// for live[i]. With resting set (the plan keeps a standby: nothing is wanted running), an
-// unleased instance without a target gets none: the standby rests without a remote target
-// until a Lease waits for it (pool/leasewait.go).
-func (r *Reconciler) ensureExternalAll(ctx context.Context, p *pass, extReq *provisioner.Request, live []*pool.Instance, states externalStates, resting bool) (invalid []error, err error) {
-	invalid = make([]error, len(live))
-	errs := make([]error, len(live))
-	sem := make(chan struct{}, r.CreateParallelism)
-	var wg sync.WaitGroup
-	for i, in := range live {
-		if st := states.of(in); resting && !in.Leased() && (st == nil || st.Phase == provisioner.ExternalGone) {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			invalid[i], errs[i] = r.ensureExternal(ctx, p, extReq, in, states.of(in))
-		}()
-	}
-	wg.Wait()
-	return invalid, errors.Join(errs...)
 }
 
 // removeAll removes instances concurrently, at most createParallelism at once, and counts

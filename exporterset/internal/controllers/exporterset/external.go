@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/cabundle"
-	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
 	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
@@ -25,10 +22,11 @@ import (
 // External instances (provisioner.ExternalProvisioner): a target outside the Pod, such as a
 // VirtualMachine on a remote cluster. The reconciler owns their lifecycle as it owns Pods':
 //
-//   - before anything is created remotely, the Exporter gets FinalizerExternal and the
-//     class's name (AnnotationClass), so that an Exporter deleted by anyone (the garbage
-//     collector after its set, a person) still has its remote resources cleaned up;
-//   - CreateExternal, then its annotations recorded on the Exporter; the instance's Pod is
+//   - a pass that observes no target for a live instance asks the instance controller for
+//     one (contract.Intent.CreateTarget), which builds it: the finalizer and the class's
+//     name first, so that an Exporter deleted by anyone (the garbage collector after its
+//     set, a person) still has its remote resources cleaned up; then CreateExternal and
+//     its annotations (internal/controllers/instance/target.go). The instance's Pod is
 //     started only once ObserveExternal says Ready, so its exporter registers (and gets
 //     leases) only with a target to serve;
 //   - ObserveExternal every pass: Failed is a Problem like a crashing Pod, Gone is created
@@ -38,13 +36,13 @@ import (
 //   - InventoryExternal, at most every inventory interval, sweeps resources whose instance
 //     no longer exists (created just before a crash and never recorded).
 
-// FinalizerExternal holds an Exporter of an external provisioner until its remote resources
-// are cleaned up.
-const FinalizerExternal = "virtualtarget.jumpstarter.dev/external-cleanup"
-
-// AnnotationClass records on an external instance's Exporter the class it was created with:
-// once its set is gone, the class names the provisioner, its parameters and credentials.
-const AnnotationClass = "virtualtarget.jumpstarter.dev/class"
+// What is recorded on an external instance's Exporter (objects.FinalizerExternal and the
+// rest): the instance controller writes it as it creates the target.
+const (
+	FinalizerExternal          = objects.FinalizerExternal
+	AnnotationClass            = objects.AnnotationClass
+	AnnotationExternalRecorded = objects.AnnotationExternalRecorded
+)
 
 // DefaultInventoryInterval is how often, at most, a set's external inventory is swept
 // (WithTuning).
@@ -184,55 +182,6 @@ const (
 // recordedExternal reports whether CreateExternal's annotations are on e.
 func recordedExternal(e *jumpstarterv1alpha1.Exporter) bool {
 	return e.Annotations[AnnotationExternalRecorded] != ""
-}
-
-// AnnotationExternalRecorded marks an Exporter whose external resources were created and
-// whose CreateExternal annotations are recorded beside it.
-const AnnotationExternalRecorded = "virtualtarget.jumpstarter.dev/external-created"
-
-// ensureExternal creates the instance's external resources when it has none (first, the
-// finalizer and class annotation; then CreateExternal; then its annotations). invalid is a
-// refusal a person must look at; err is transient.
-func (r *Reconciler) ensureExternal(ctx context.Context, p *pass, req *provisioner.Request, in *pool.Instance, st *provisioner.ExternalState) (invalid, err error) {
-	e := in.Exporter
-	if st != nil && st.Phase != provisioner.ExternalGone {
-		return nil, nil
-	}
-	if !slices.Contains(e.Finalizers, FinalizerExternal) || e.Annotations[AnnotationClass] != p.class.Name {
-		patched := e.DeepCopy()
-		if !slices.Contains(patched.Finalizers, FinalizerExternal) {
-			patched.Finalizers = append(patched.Finalizers, FinalizerExternal)
-		}
-		setAnnotation(patched, AnnotationClass, p.class.Name)
-		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
-			return nil, objects.IgnoreConflict(client.IgnoreNotFound(err))
-		}
-		e = patched
-	}
-	annotations, err := externalOf(p.prov).CreateExternal(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name)))
-	if err != nil {
-		if provisioner.IsInvalid(err) {
-			return err, nil
-		}
-		return nil, fmt.Errorf("creating the external resources of %s: %w", e.Name, err)
-	}
-	patched := e.DeepCopy()
-	for k, v := range annotations {
-		setAnnotation(patched, k, v)
-	}
-	setAnnotation(patched, AnnotationExternalRecorded, p.now.UTC().Format(time.RFC3339))
-	if err := r.client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	p.events.Add(eventlog.ExternalCreated, e.Name, patched)
-	return nil, nil
-}
-
-func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
-	if e.Annotations == nil {
-		e.Annotations = map[string]string{}
-	}
-	e.Annotations[k] = v
 }
 
 // externalProblem is the Problem an instance's external state st shows: a failed target is

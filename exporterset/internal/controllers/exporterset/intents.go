@@ -12,6 +12,7 @@ import (
 
 	"github.com/exporterset/exporterset/exporterset/internal/contract"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 // The set controller decides, the instance controller (internal/controllers/instance)
@@ -69,6 +70,25 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 	return d
 }
 
+// withTargets asks the instance controller for the external targets the pass observed
+// missing (Gone, or never created), with req (the request with the class's credentials).
+// An instance whose state is unknown (its remote end did not answer) gets none: the set is
+// held until it answers. With resting set (the plan keeps a standby: nothing is wanted
+// running), an unleased instance without a target gets none: the standby rests without a
+// remote target until a Lease waits for it (pool/leasewait.go).
+func withTargets(d *contract.Intents, req *provisioner.Request, live []*pool.Instance, states externalStates, resting bool) {
+	d.Target = req
+	for _, in := range live {
+		st := states.of(in)
+		if st == nil || st.Phase != provisioner.ExternalGone || resting && !in.Leased() {
+			continue
+		}
+		it := d.Instances[in.Exporter.UID]
+		it.CreateTarget, it.SeenRecord = true, in.Exporter.Annotations[AnnotationExternalRecorded]
+		d.Instances[in.Exporter.UID] = it
+	}
+}
+
 // pokeKey is what an instance's reconcile depends on beyond its own objects (whose events
 // reach the instance reconciler directly): a poke is sent when it changes.
 type pokeKey struct {
@@ -77,15 +97,15 @@ type pokeKey struct {
 	intent     contract.Intent
 }
 
-// pokeChanged pokes each live, credentialed instance whose inputs changed since it was
-// last poked (d is published already).
+// pokeChanged pokes each live instance whose inputs changed since it was last poked (d is
+// published already): a credentialed one, or one whose external target is to be created.
 func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *contract.Intents, live []*pool.Instance) {
 	key := keyOf(p.set)
 	for _, in := range live {
-		if !in.Credentialed() {
+		it := d.Instances[in.Exporter.UID]
+		if !in.Credentialed() && !it.CreateTarget {
 			continue // its credential's arrival is an Exporter event of its own
 		}
-		it := d.Instances[in.Exporter.UID]
 		if in.HasPod() {
 			it.Start = false // a start decided for an instance that has its Pod asks nothing
 		}
@@ -111,10 +131,11 @@ func (r *Reconciler) pokeChanged(ctx context.Context, p *pass, d *contract.Inten
 }
 
 // builtWith reports whether the instance controller last built in with the decisions of
-// version, and in shows it built: its config Secret, and its Pod unless none is wanted.
+// version, and in shows it built: its config Secret, and its Pod unless none is wanted. An
+// instance whose target is to be created is not built.
 func (r *Reconciler) builtWith(set string, in *pool.Instance, it contract.Intent, version string) bool {
 	res, ok := r.Board.Result(set, in.Exporter.UID)
-	return ok && res.Version == version && in.ConfigSecret != nil && !it.Restart && (in.HasPod() || !it.Start)
+	return ok && res.Version == version && in.ConfigSecret != nil && !it.Restart && !it.CreateTarget && (in.HasPod() || !it.Start)
 }
 
 // withdraw forgets a set's decisions, and what its instances were poked with: until a pass

@@ -1,10 +1,11 @@
 // Package instance is the instance controller: it builds one instance, keyed by its
-// Exporter. It labels the instance's credential Secret, writes (and keeps in sync) its config
-// Secret, and starts and restarts its Pods, as its set's last pass decided (the Intents on
-// the contract Board). It is the only writer of those objects. Its workqueue serialises the
-// reconciles of one Exporter and takes instances up in the order their events arrive, so
-// the first instance created is the first finished, without any gate between creating and
-// finishing. It imports no other controller.
+// Exporter. It creates its external target (for an external provisioner), labels its
+// credential Secret, writes (and keeps in sync) its config Secret, and starts and restarts
+// its Pods, as its set's last pass decided (the Intents on the contract Board). It is the
+// only writer of those objects. Its workqueue serialises the reconciles of one Exporter and
+// takes instances up in the order their events arrive, so the first instance created is the
+// first finished, without any gate between creating and finishing. It imports no other
+// controller.
 package instance
 
 import (
@@ -79,8 +80,9 @@ type build struct {
 	requeue *state.Soonest
 }
 
-// Reconcile brings one instance along: nothing until its credential is issued and its
-// set's intents are published; then its config Secret, its Pod restarts and its Pod.
+// Reconcile brings one instance along, once its set's intents are published: its external
+// target when the set asks for one; then, once its credential is issued, its config Secret,
+// its Pod restarts and its Pod.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var e jumpstarterv1alpha1.Exporter
 	if err := r.Client.Get(ctx, req.NamespacedName, &e); err != nil {
@@ -88,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	in := &pool.Instance{Exporter: &e}
 	setName := objects.SetOwnerOf(&e)
-	if setName == "" || in.Foreign() || objects.OutOfPool(in) || !in.Credentialed() {
+	if setName == "" || in.Foreign() || objects.OutOfPool(in) {
 		return reconcile.Result{}, nil // a retiring or quarantined instance keeps what it has until removed
 	}
 	var set vtv1alpha1.ExporterSet
@@ -110,12 +112,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if class.ResourceVersion != d.ClassVersion {
 		return reconcile.Result{}, nil
 	}
+	b := &build{set: &set, key: key, now: r.Clock.Now(), d: d, events: r.Board.EventsFor(key), requeue: &state.Soonest{}}
+	it := d.Instances[e.UID]
+	// The external target comes first: it needs no credential, and the Pod waits for it.
+	targetErr, err := r.ensureTarget(ctx, b, &e, it)
+	if err != nil || !in.Credentialed() {
+		if it.CreateTarget {
+			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr})
+		}
+		return reconcile.Result{}, err
+	}
 	if err := r.observe(ctx, in); err != nil {
 		return reconcile.Result{}, err
 	}
-
-	b := &build{set: &set, key: key, now: r.Clock.Now(), d: d, events: r.Board.EventsFor(key), requeue: &state.Soonest{}}
-	it := d.Instances[e.UID]
 	var errs []error
 	if it.Restart && !d.BackingOff(b.now) {
 		errs = append(errs, r.restartPods(ctx, b, in, it.Broken))
@@ -134,11 +143,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		b.requeue.In(r.RetryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
 	errs = append(errs, err)
-	res.Version = d.Version
-	if r.Board.PutResult(key, e.UID, res) && r.PokeSet != nil {
-		r.PokeSet(ctx, &set) // its conditions change
-	}
+	res.TargetErr = targetErr
+	r.report(ctx, b, e.UID, res)
 	return reconcile.Result{RequeueAfter: b.requeue.Get()}, errors.Join(errs...)
+}
+
+// report puts what building the instance met on the Board, and pokes its set when that
+// changed (its conditions change).
+func (r *Reconciler) report(ctx context.Context, b *build, uid types.UID, res contract.Result) {
+	res.Version = b.d.Version
+	if r.Board.PutResult(b.key, uid, res) && r.PokeSet != nil {
+		r.PokeSet(ctx, b.set)
+	}
 }
 
 // observe reads the instance's Pods, config Secret and (once labelled) credential Secret

@@ -1,0 +1,71 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
+	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	"github.com/exporterset/exporterset/exporterset/internal/eventlog"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
+	"github.com/exporterset/exporterset/provisioner"
+)
+
+// ensureTarget creates the instance's external target when its set's pass asked for one
+// (it.CreateTarget): first the finalizer and the class's name on the Exporter, so that a
+// target is never created that nothing would clean up; then CreateExternal; then its
+// annotations and the record of the create. The instance controller is thus the one
+// creator of targets, as of Pods; the set controller observes them and cleans them up.
+// invalid is a refusal a person must look at; err is transient.
+func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv1alpha1.Exporter, it contract.Intent) (invalid, err error) {
+	ext, ok := b.d.Prov.(provisioner.ExternalProvisioner)
+	if !ok || !it.CreateTarget || b.d.Target == nil || e.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	if e.Annotations[objects.AnnotationExternalRecorded] != it.SeenRecord {
+		return nil, nil // created since the pass looked: the next pass observes it
+	}
+	if !slices.Contains(e.Finalizers, objects.FinalizerExternal) || e.Annotations[objects.AnnotationClass] != b.d.Class.Name {
+		patched := e.DeepCopy()
+		if !slices.Contains(patched.Finalizers, objects.FinalizerExternal) {
+			patched.Finalizers = append(patched.Finalizers, objects.FinalizerExternal)
+		}
+		setAnnotation(patched, objects.AnnotationClass, b.d.Class.Name)
+		// Optimistically locked: a changed Exporter (its credential issued meanwhile) is read
+		// again, and the create retried, by the error's requeue; nothing else would ask again.
+		if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		e = patched
+	}
+	annotations, err := ext.CreateExternal(ctx, b.d.Target.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name)))
+	if err != nil {
+		if provisioner.IsInvalid(err) {
+			return err, nil
+		}
+		return nil, fmt.Errorf("creating the external resources of %s: %w", e.Name, err)
+	}
+	patched := e.DeepCopy()
+	for k, v := range annotations {
+		setAnnotation(patched, k, v)
+	}
+	// To the nanosecond: SeenRecord tells a target created after a pass looked from the one
+	// it saw gone, even within one second.
+	setAnnotation(patched, objects.AnnotationExternalRecorded, b.now.UTC().Format(time.RFC3339Nano))
+	if err := r.Client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	b.events.Add(eventlog.ExternalCreated, e.Name, patched)
+	return nil, nil
+}
+
+func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
+	if e.Annotations == nil {
+		e.Annotations = map[string]string{}
+	}
+	e.Annotations[k] = v
+}
