@@ -38,6 +38,22 @@ type ExternalProvisioner interface {
 	InventoryExternal(ctx context.Context, req *Request) ([]ExternalResource, error)
 }
 
+// HostedProvisioner is the optional capability of an ExternalProvisioner whose target runs
+// the exporter itself, outside any Pod (a lab host reached over SSH): its instances have no
+// Pod, so RenderPod has nothing to render, and CreateExternal gets the instance's rendered
+// exporter config in Request.ExporterConfig to hand to the target. HostsExporter is a marker
+// that only says so.
+//
+// The reconciler's support for it (creating no Pod and starting the target with the rendered
+// config instead) is not built yet. Until it is, such a provisioner is not served by the
+// reference binary: registering it would give instances whose Pod can never be rendered.
+type HostedProvisioner interface {
+	ExternalProvisioner
+
+	// HostsExporter marks the capability; it does nothing.
+	HostsExporter()
+}
+
 // ExternalPhase is the state of an instance's external resources.
 type ExternalPhase string
 

@@ -57,6 +57,11 @@ type Request struct {
 	// set only for the ExternalProvisioner methods: a provisioner reaching a remote cluster or
 	// cloud gets its credentials from the host, not from RBAC of its own. Never log them.
 	Credentials map[string][]byte `json:"credentials,omitempty"`
+	// ExporterConfig is the instance's rendered exporter config, the content of the
+	// ExporterConfigFile key of the ConfigSecretName Secret. It holds the exporter's token:
+	// never log it. It is set only for CreateExternal of a HostedProvisioner, whose target
+	// runs the exporter itself outside any Pod and so cannot mount the Secret.
+	ExporterConfig []byte `json:"exporterConfig,omitempty"`
 }
 
 // NewRequest builds the Request for set and class: parameters merged (class, then set) and

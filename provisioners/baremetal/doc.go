@@ -22,15 +22,32 @@
 //     socket. Create is idempotent, Observe tells Running, Exited (quoting the logs) or Gone,
 //     Stop kills both groups and removes the directory, Inventory lists the instances from
 //     their metadata for orphan sweeping and adoption after a controller restart.
+//   - provisioner.go: Provisioner, the provisioner.Provisioner of ProvisionerName, and a
+//     provisioner.HostedProvisioner: Validate adds to the parameter checks that credentials
+//     reach it (the class's spec.credentialsSecretRef set, parameters.credentialsSecretRef
+//     naming the same Secret if given); RenderPod refuses, as an instance has no Pod;
+//     EnrichDrivers returns the set's drivers unchanged.
+//   - external.go, observe.go, reserve.go: the provisioner.ExternalProvisioner methods.
+//     CreateExternal places a new instance with Place (counting each host's instances with
+//     Inventory, plus this process's placements in flight), adopts one created before a
+//     crash, starts it with Machine.Create and the request's ExporterConfig, and records the
+//     host in AnnotationHost. ObserveExternal maps Status to provisioner.ExternalState; a host
+//     that does not answer, refuses the key or fails the host key check makes its instances
+//     Failed, so that they are replaced on other hosts. InventoryExternal lists the set's
+//     instances on the hosts that answer; Cleanup stops an instance (or, under Retain,
+//     leaves it running).
+//   - conns.go: SSH connections kept across calls per host, user and credentials content,
+//     checked with a keepalive before reuse, dropped when they fail, closed when idle and on
+//     Provisioner.Close; a failed dial is remembered briefly so a dead host costs one timeout.
 //
 // Hosts need only POSIX sh, coreutils, util-linux's setsid, /proc and the QEMU binary; the
 // user must be able to write under root.
 //
-// Not built yet: the provisioner.Provisioner / provisioner.ExternalProvisioner glue (Describe,
-// Validate, CreateExternal mapping Place + Machine.Create, ObserveExternal mapping Status to
-// provisioner.ExternalState, InventoryExternal, Cleanup) and its registration; the
-// reconciler's Pod-less mode (an instance here has no Pod: RenderPod has nothing to render);
-// wiring the exporter to the QMP socket in the exporter config (EnrichDrivers); keeping SSH
-// connections across reconciles; and a `make e2e-lab` target. The lab test (lab_test.go)
-// already starts real sshd hosts in network namespaces and needs root.
+// Not built yet: the reconciler's hosted (Pod-less) mode, which must call CreateExternal with
+// Request.ExporterConfig instead of rendering a Pod (see provisioner.HostedProvisioner), and
+// until which this provisioner is not served; its registration in the reference binary with
+// `--provisioner`; wiring the exporter to the QMP socket in the exporter config
+// (EnrichDrivers); and a `make e2e-lab` target. The lab tests (lab_test.go,
+// labprovisioner_test.go) already run the package and the Provisioner against real sshd hosts
+// in network namespaces with real QEMU, and need root.
 package baremetal

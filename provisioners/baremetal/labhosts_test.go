@@ -18,6 +18,10 @@ type labHost struct {
 	host   Host
 	ns     string
 	hostPK []byte // the host's public key line, for known_hosts
+	// veth is the host side of its link, in ns: setting it down cuts the host off.
+	veth string
+	// rootDir is what the host sees at labEnv.hostRoot, as this process sees it.
+	rootDir string
 }
 
 // labEnv is the lab: the hosts, the authorized client key and a key the hosts do not know.
@@ -27,6 +31,10 @@ type labEnv struct {
 	strangerKey   []byte
 	wrongHostLine string // a host key no lab host has
 	dir           string
+	// hostRoot is a directory each host sees as its own (a per-host directory is bind-mounted
+	// there in the host's mount namespace): the hosts share this machine's file system, and
+	// a root shared by all of them would show every host's instances on each.
+	hostRoot string
 }
 
 // requireLab skips unless the machine can run the lab: root, ip, sshd, ssh-keygen, not -short.
@@ -78,7 +86,10 @@ func keygen(t *testing.T, dir, name string) ([]byte, []byte) {
 func startLab(t *testing.T, n int) *labEnv {
 	t.Helper()
 	dir := t.TempDir()
-	env := &labEnv{dir: dir}
+	env := &labEnv{dir: dir, hostRoot: filepath.Join(dir, "hostroot")}
+	if err := os.Mkdir(env.hostRoot, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var clientPub []byte
 	env.clientKey, clientPub = keygen(t, dir, "client")
 	env.strangerKey, _ = keygen(t, dir, "stranger")
@@ -95,15 +106,16 @@ func startLab(t *testing.T, n int) *labEnv {
 	// Subnets from the pid, so two runs on one machine do not collide.
 	base := os.Getpid() % 60 * 4
 	for i := range n {
-		env.hosts = append(env.hosts, startLabHost(t, dir, authorized, i, base+i))
+		env.hosts = append(env.hosts, startLabHost(t, env, authorized, i, base+i))
 	}
 	return env
 }
 
 // startLabHost starts host i: netns, veth pair 10.231.sub.1/30 (root side) and .2/30 (host
-// side), sshd listening on .2:22.
-func startLabHost(t *testing.T, dir, authorized string, i, sub int) labHost {
+// side), sshd listening on .2:22, with its own directory mounted at env.hostRoot.
+func startLabHost(t *testing.T, env *labEnv, authorized string, i, sub int) labHost {
 	t.Helper()
+	dir := env.dir
 	tag := fmt.Sprintf("bm%d%d", os.Getpid()%100000, i)
 	ns, vethRoot, vethNS := tag+"ns", tag+"r", tag+"n"
 	run(t, "ip", "netns", "add", ns)
@@ -120,6 +132,10 @@ func startLabHost(t *testing.T, dir, authorized string, i, sub int) labHost {
 
 	hdir := filepath.Join(dir, fmt.Sprintf("host%d", i))
 	if err := os.Mkdir(hdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rootDir := filepath.Join(hdir, "root")
+	if err := os.Mkdir(rootDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	_, hostPub := keygen(t, hdir, "ssh_host_ed25519_key")
@@ -145,7 +161,10 @@ func startLabHost(t *testing.T, dir, authorized string, i, sub int) labHost {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	cmd := exec.Command("ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", cfg)
+	// `ip netns exec` runs sshd in a mount namespace of its own whose mounts do not propagate
+	// back, so the bind mount is seen by this host's sessions (and what they start) only.
+	cmd := exec.Command("ip", "netns", "exec", ns, "sh", "-c", `mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`,
+		"sh", rootDir, env.hostRoot, cfg)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -179,9 +198,11 @@ func startLabHost(t *testing.T, dir, authorized string, i, sub int) labHost {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return labHost{
-		host:   Host{Name: fmt.Sprintf("lab%d", i+1), Address: nsAddr, Port: 22, Arch: "x86_64", Slots: 2},
-		ns:     ns,
-		hostPK: hostPub,
+		host:    Host{Name: fmt.Sprintf("lab%d", i+1), Address: nsAddr, Port: 22, Arch: "x86_64", Slots: 2},
+		ns:      ns,
+		hostPK:  hostPub,
+		veth:    vethNS,
+		rootDir: rootDir,
 	}
 }
 

@@ -1,7 +1,8 @@
 package baremetal
 
-// ProvisionerName is the VirtualTargetClass spec.provisioner value this package will serve once
-// the Provisioner glue exists.
+// ProvisionerName is the VirtualTargetClass spec.provisioner value this package serves
+// (Provisioner). The reference binary does not register it until the reconciler can run a
+// hosted exporter (provisioner.HostedProvisioner).
 const ProvisionerName = "qemu-baremetal.jumpstarter.dev"
 
 // Parameter defaults. Port 22 and root are what a lab host has out of the box; the root
