@@ -1,6 +1,7 @@
 package baremetal
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -105,4 +106,12 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// isRefusal reports a host that answered and refused us (the key, or its host key did not
+// verify): a person must fix the Secret or the host, and retrying does not help.
+func isRefusal(err error) bool {
+	var ae *AuthError
+	var he *HostKeyError
+	return errors.As(err, &ae) || errors.As(err, &he)
 }

@@ -80,9 +80,7 @@ func (p *Provisioner) CreateExternal(ctx context.Context, req *provisioner.Reque
 // person must fix the Secret or the host; retrying does not help), anything else transient.
 // The errors of this package name the host already; what says which operation failed.
 func hostErr(what string, err error) error {
-	var ae *AuthError
-	var he *HostKeyError
-	if errors.As(err, &ae) || errors.As(err, &he) {
+	if isRefusal(err) {
 		return provisioner.Invalid(fmt.Errorf("qemu-baremetal: %s: %w", what, err))
 	}
 	return provisioner.Transient(fmt.Errorf("qemu-baremetal: %s: %w", what, err))
@@ -102,9 +100,7 @@ func (p *Provisioner) place(ctx context.Context, t *target, ref InstanceRef) (Ho
 			// A host that cannot be asked cannot be counted either: it is skipped as Place
 			// skips unreachable hosts, and its error is quoted if no host is left.
 			unreachable[inv.host.Name] = true
-			var ae *AuthError
-			var he *HostKeyError
-			if errors.As(inv.err, &ae) || errors.As(inv.err, &he) {
+			if isRefusal(inv.err) {
 				refused = append(refused, inv.err)
 			} else {
 				failed = append(failed, inv.err)

@@ -3,9 +3,10 @@ package baremetal
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -199,12 +200,12 @@ func parseHost(hp *field.Path, m map[string]any) (Host, field.ErrorList) {
 	if v, ok := fieldcheck.Present(m, "arch"); ok {
 		s, ferr := fieldcheck.String(hp.Child("arch"), v)
 		if _, known := archBinaries[s]; ferr == nil && !known {
-			ferr = field.NotSupported(hp.Child("arch"), s, sortedKeys(archBinaries))
+			ferr = field.NotSupported(hp.Child("arch"), s, slices.Sorted(maps.Keys(archBinaries)))
 		}
 		h.Arch = s
 		errs = fieldcheck.AppendErr(errs, ferr)
 	} else {
-		errs = append(errs, field.Required(hp.Child("arch"), "the architecture QEMU emulates there: "+fieldcheck.QuoteAll(sortedKeys(archBinaries))))
+		errs = append(errs, field.Required(hp.Child("arch"), "the architecture QEMU emulates there: "+fieldcheck.QuoteAll(slices.Sorted(maps.Keys(archBinaries)))))
 	}
 	if v, ok := fieldcheck.Present(m, "slots"); ok {
 		n, ferr := intValue(hp.Child("slots"), v, 1, maxSlots)
@@ -326,14 +327,4 @@ func msgsErr(pth *field.Path, v any, msgs []string) *field.Error {
 		return nil
 	}
 	return field.Invalid(pth, v, strings.Join(msgs, "; "))
-}
-
-// sortedKeys returns m's keys in order, for stable messages.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
@@ -34,7 +35,7 @@ func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv
 		if !slices.Contains(patched.Finalizers, objects.FinalizerExternal) {
 			patched.Finalizers = append(patched.Finalizers, objects.FinalizerExternal)
 		}
-		setAnnotation(patched, objects.AnnotationClass, b.d.Class.Name)
+		metav1.SetMetaDataAnnotation(&patched.ObjectMeta, objects.AnnotationClass, b.d.Class.Name)
 		// Optimistically locked: a changed Exporter (its credential issued meanwhile) is read
 		// again, and the create retried, by the error's requeue; nothing else would ask again.
 		if err := r.Client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -51,21 +52,14 @@ func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv
 	}
 	patched := e.DeepCopy()
 	for k, v := range annotations {
-		setAnnotation(patched, k, v)
+		metav1.SetMetaDataAnnotation(&patched.ObjectMeta, k, v)
 	}
 	// To the nanosecond: SeenRecord tells a target created after a pass looked from the one
 	// it saw gone, even within one second.
-	setAnnotation(patched, objects.AnnotationExternalRecorded, b.now.UTC().Format(time.RFC3339Nano))
+	metav1.SetMetaDataAnnotation(&patched.ObjectMeta, objects.AnnotationExternalRecorded, b.now.UTC().Format(time.RFC3339Nano))
 	if err := r.Client.Patch(ctx, patched, client.MergeFrom(e)); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	b.events.Add(eventlog.ExternalCreated, e.Name, patched)
 	return nil, nil
-}
-
-func setAnnotation(e *jumpstarterv1alpha1.Exporter, k, v string) {
-	if e.Annotations == nil {
-		e.Annotations = map[string]string{}
-	}
-	e.Annotations[k] = v
 }
