@@ -44,9 +44,13 @@ type ExternalProvisioner interface {
 // exporter config in Request.ExporterConfig to hand to the target. HostsExporter is a marker
 // that only says so.
 //
-// The reconciler's support for it (creating no Pod and starting the target with the rendered
-// config instead) is not built yet. Until it is, such a provisioner is not served by the
-// reference binary: registering it would give instances whose Pod can never be rendered.
+// The reconciler treats the hosted unit as the instance's Pod: the instance controller
+// creates it (CreateExternal, once the instance's config is rendered) where it would start a
+// Pod, and removes it (Cleanup, with the class's reclaimPolicy set to Delete: a restart
+// replaces the processes) where it would delete one; the set controller reads its
+// ExternalState as it reads a Pod's phase. CreateExternal must adopt a unit of the same
+// Exporter UID, exited or not, rather than start a second. Served in process only: the plugin
+// protocol does not carry ExporterConfig.
 type HostedProvisioner interface {
 	ExternalProvisioner
 
@@ -65,6 +69,11 @@ const (
 	// ExternalFailed: the target failed; Reason and Message say why. The reconciler treats it
 	// like a failed Pod: reported, backed off, replaced per the recycle strategy.
 	ExternalFailed ExternalPhase = "Failed"
+	// ExternalExited: the exporter a hosted target runs (HostedProvisioner) exited of its own
+	// accord with status 0, as it does after a lease when the set's recycle strategy asks it
+	// to. The reconciler treats it like a Pod that Succeeded: recycled, not a failure. Only a
+	// HostedProvisioner reports it; any other exit is Failed.
+	ExternalExited ExternalPhase = "Exited"
 	// ExternalGone: nothing exists for the instance (never created, or deleted behind the
 	// reconciler's back); it is created again.
 	ExternalGone ExternalPhase = "Gone"

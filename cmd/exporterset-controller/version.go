@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/exporterset/exporterset/provisioner/plugin/host"
+	"github.com/exporterset/exporterset/provisioners/baremetal"
 	"github.com/exporterset/exporterset/provisioners/qemu"
 )
 
@@ -37,5 +38,5 @@ func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "commit: %s\n", commit())
 	fmt.Fprintf(w, "go: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(w, "plugin protocol versions: 1-%d\n", host.ProtocolVersion)
-	fmt.Fprintf(w, "built-in provisioners: %s\n", qemu.Name)
+	fmt.Fprintf(w, "built-in provisioners: %s, %s\n", qemu.Name, baremetal.ProvisionerName)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/provisioner"
 	"github.com/exporterset/exporterset/provisioner/plugin/host"
+	"github.com/exporterset/exporterset/provisioners/baremetal"
 	"github.com/exporterset/exporterset/provisioners/qemu"
 )
 
@@ -73,6 +74,10 @@ func buildRegistry(ctx context.Context, f *Flags, version string) (*provisioner.
 	}
 	qopts = append(qopts, qemu.WithVersion(version))
 	if err := reg.Register(qemu.Name, "built-in", qemu.New(qopts...)); err != nil {
+		return nil, nil, err
+	}
+	// Lab hosts over SSH: hosted units, with no Pod (docs/provisioner-baremetal.md).
+	if err := reg.Register(baremetal.ProvisionerName, "built-in", baremetal.New()); err != nil {
 		return nil, nil, err
 	}
 	var plugins *host.Host

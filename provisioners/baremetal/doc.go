@@ -18,8 +18,10 @@
 //   - host.go, scripts.go: Machine, the lifecycle of instances on one host. Each instance is a
 //     directory root/NAMESPACE_SET/INSTANCE (0700) holding meta.json, config.yaml (0600, sent
 //     on stdin because it holds the exporter's token), QEMU and the exporter each started
-//     detached in its own session and process group with a pid file and a log, and QEMU's QMP
-//     socket. Create is idempotent, Observe tells Running, Exited (quoting the logs) or Gone,
+//     detached in its own session and process group with a pid file, a log and, once it
+//     exits, its exit status (recorded by a wrapper shell that leads the group), and QEMU's QMP
+//     socket. Create is idempotent, Observe tells Running, Exited (with the exit statuses,
+//     quoting the logs) or Gone,
 //     Stop kills both groups and removes the directory, Inventory lists the instances from
 //     their metadata for orphan sweeping and adoption after a controller restart.
 //   - provisioner.go: Provisioner, the provisioner.Provisioner of ProvisionerName, and a
@@ -31,7 +33,8 @@
 //     CreateExternal places a new instance with Place (counting each host's instances with
 //     Inventory, plus this process's placements in flight), adopts one created before a
 //     crash, starts it with Machine.Create and the request's ExporterConfig, and records the
-//     host in AnnotationHost. ObserveExternal maps Status to provisioner.ExternalState; a host
+//     host in AnnotationHost. ObserveExternal maps Status to provisioner.ExternalState (an
+//     exporter that exited with status 0 is provisioner.ExternalExited); a host
 //     that does not answer, refuses the key or fails the host key check makes its instances
 //     Failed, so that they are replaced on other hosts. InventoryExternal lists the set's
 //     instances on the hosts that answer; Cleanup stops an instance (or, under Retain,
@@ -43,10 +46,9 @@
 // Hosts need only POSIX sh, coreutils, util-linux's setsid, /proc and the QEMU binary; the
 // user must be able to write under root.
 //
-// Not built yet: the reconciler's hosted (Pod-less) mode, which must call CreateExternal with
-// Request.ExporterConfig instead of rendering a Pod (see provisioner.HostedProvisioner), and
-// until which this provisioner is not served; its registration in the reference binary with
-// `--provisioner`; wiring the exporter to the QMP socket in the exporter config
+// The controller serves it in its hosted mode: each unit is its instance's Pod, started with
+// CreateExternal and the rendered config (Request.ExporterConfig), stopped with Cleanup.
+// Not built yet: wiring the exporter to the QMP socket in the exporter config
 // (EnrichDrivers); and a `make e2e-lab` target. The lab tests (lab_test.go,
 // labprovisioner_test.go) already run the package and the Provisioner against real sshd hosts
 // in network namespaces with real QEMU, and need root.

@@ -141,6 +141,13 @@ func TestObserveExternalStates(t *testing.T) {
 	ctx := context.Background()
 	host := create(t, p, clock, req, "pool-a")
 	on := func(h string) map[string]string { return map[string]string{AnnotationHost: h} }
+	// procs sets the states the status script reports for pool-a's processes.
+	procs := func(qemu, exporter string) {
+		lab.host(host).set(func(h *fakeHost) {
+			in := h.instances["/srv/es/team-a_pool/pool-a"]
+			in.qemu, in.exporter = qemu, exporter
+		})
+	}
 	for _, tc := range []struct {
 		name        string
 		annotations map[string]string
@@ -155,8 +162,20 @@ func TestObserveExternalStates(t *testing.T) {
 		{name: "not on its host", annotations: on("lab2"), phase: provisioner.ExternalGone, reason: ReasonNotFound, message: []string{`lab host "lab2"`}},
 		{name: "host removed", annotations: on("lab9"), phase: provisioner.ExternalFailed, reason: ReasonHostRemoved, message: []string{`"lab9"`}},
 		{name: "exited", annotations: on(host), phase: provisioner.ExternalFailed, reason: ReasonProcessExited,
-			setup:   func() { lab.host(host).instances["/srv/es/team-a_pool/pool-a"].exited = true },
+			setup:   func() { procs("", "exited") },
 			message: []string{`lab host "lab1"`, "exporter exited", "exporter: boom"}},
+		{name: "exporter exited 3", annotations: on(host), phase: provisioner.ExternalFailed, reason: ReasonProcessExited,
+			setup:   func() { procs("", "exited:3") },
+			message: []string{`lab host "lab1"`, "exporter exited with status 3", "exporter: boom"}},
+		{name: "exporter exited 0", annotations: on(host), phase: provisioner.ExternalExited, reason: ReasonExporterExited,
+			setup:   func() { procs("", "exited:0") },
+			message: []string{`lab host "lab1"`, "exporter exited with status 0"}},
+		{name: "exporter exited 0, qemu failed", annotations: on(host), phase: provisioner.ExternalExited, reason: ReasonExporterExited,
+			setup:   func() { procs("exited:1", "exited:0") },
+			message: []string{`lab host "lab1"`, "qemu exited with status 1", "exporter exited with status 0"}},
+		{name: "qemu exited 0", annotations: on(host), phase: provisioner.ExternalFailed, reason: ReasonProcessExited,
+			setup:   func() { procs("exited:0", "") },
+			message: []string{`lab host "lab1"`, "qemu exited with status 0", "qemu: boom"}},
 		{name: "unreachable", annotations: on(host), phase: provisioner.ExternalFailed, reason: ReasonHostUnreachable,
 			setup: func() {
 				lab.host(host).set(func(h *fakeHost) {

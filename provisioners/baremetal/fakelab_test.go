@@ -1,6 +1,7 @@
 package baremetal
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -32,7 +33,9 @@ import (
 type fakeInstance struct {
 	meta   string
 	config []byte
-	exited bool
+	// qemu and exporter are the processes' states as the status script prints them
+	// ("exited:3", "exited", ...); "" is running.
+	qemu, exporter string
 }
 
 // fakeHost is one fake lab host.
@@ -180,13 +183,15 @@ func (c *fakeConn) Run(ctx context.Context, argv []string, stdin []byte) ([]byte
 		if in == nil {
 			break
 		}
-		state := "running"
-		if in.exited {
-			state = "exited"
+		procs := [][2]string{{"qemu", in.qemu}, {"exporter", in.exporter}}
+		for _, p := range procs {
+			fmt.Fprintf(&out, "%s%s %s\n", markProc, p[0], cmp.Or(p[1], "running"))
 		}
-		fmt.Fprintf(&out, "%sqemu running\n%sexporter %s\n%s%s\n%s\n", markProc, markProc, state, markMeta, path.Join(args[0], metaFile), in.meta)
-		if in.exited {
-			fmt.Fprintf(&out, "%sexporter\nexporter: boom\n", markLog)
+		fmt.Fprintf(&out, "%s%s\n%s\n", markMeta, path.Join(args[0], metaFile), in.meta)
+		for _, p := range procs {
+			if p[1] != "" {
+				fmt.Fprintf(&out, "%s%s\n%s: boom\n", markLog, p[0], p[0])
+			}
 		}
 	case "prepare":
 		c.fh.instances[args[0]] = &fakeInstance{meta: args[1], config: append([]byte(nil), stdin...)}

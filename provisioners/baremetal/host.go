@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,9 +118,13 @@ const (
 type Status struct {
 	// Phase is the instance's state.
 	Phase Phase
-	// Message says, for PhaseExited, which process is not running and quotes the end of
-	// its log.
+	// Message says, for PhaseExited, which process is not running, with its exit status when
+	// recorded, and quotes the end of its log.
 	Message string
+	// ExporterExit and QEMUExit are the exit statuses the host recorded for a process that
+	// exited; nil while it runs, when it never started, or when it died with its wrapper
+	// (SIGKILL to its group), which leaves no status.
+	ExporterExit, QEMUExit *int
 	// Meta is the instance's metadata, nil when gone or unreadable.
 	Meta *Meta
 }
@@ -308,7 +313,18 @@ func (m *Machine) status(ctx context.Context, dir string) (Status, error) {
 			continue
 		}
 		st.Phase = PhaseExited
-		msg := fmt.Sprintf("%s %s", p, map[string]string{"exited": "exited", "missing": "was never started"}[procs[p]])
+		msg := p + " was never started"
+		if state, code, _ := strings.Cut(procs[p], ":"); state == "exited" {
+			msg = p + " exited"
+			if n, err := strconv.Atoi(code); err == nil {
+				msg += fmt.Sprintf(" with status %d", n)
+				if p == "exporter" {
+					st.ExporterExit = &n
+				} else {
+					st.QEMUExit = &n
+				}
+			}
+		}
 		if l := strings.TrimSpace(strings.Join(logs[p], "\n")); l != "" {
 			msg += fmt.Sprintf("; last lines of %s.log: %q", p, tail(l, 1024))
 		}

@@ -199,8 +199,25 @@ func TestLab(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := waitPhase(t, m, ref, PhaseExited)
-		if !strings.Contains(st.Message, "exporter exited") || !strings.Contains(st.Message, "boom 42") || strings.Contains(st.Message, "qemu") {
-			t.Errorf("message %q should say the exporter exited and quote its log", st.Message)
+		if !strings.Contains(st.Message, "exporter exited with status 3") || !strings.Contains(st.Message, "boom 42") || strings.Contains(st.Message, "qemu") {
+			t.Errorf("message %q should say the exporter exited with status 3 and quote its log", st.Message)
+		}
+		if st.ExporterExit == nil || *st.ExporterExit != 3 || st.QEMUExit != nil {
+			t.Errorf("exit statuses %v/%v, want the exporter's 3 and QEMU running", st.ExporterExit, st.QEMUExit)
+		}
+	})
+
+	t.Run("ExitedZero", func(t *testing.T) {
+		m := labMachine(t, lab2, good, filepath.Join(env.dir, "lab2-root"))
+		ref := InstanceRef{Namespace: "ns", Set: "set", Name: "done", UID: "u-done"}
+		err := m.Create(context.Background(), LaunchSpec{InstanceRef: ref, Binary: fakeQEMU,
+			ExporterCommand: []string{"sh", "-c", "echo lease over", "exporter"}, Config: []byte("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := waitPhase(t, m, ref, PhaseExited)
+		if st.ExporterExit == nil || *st.ExporterExit != 0 || !strings.Contains(st.Message, "exporter exited with status 0") {
+			t.Errorf("status %+v, want the exporter's status 0", st)
 		}
 	})
 
@@ -326,7 +343,8 @@ func groupLeader(t *testing.T, dir, name string) int {
 	return pid
 }
 
-// checkGone fails if dir or any of pids still exists.
+// checkGone fails if dir or any process of the groups pids lead (the wrappers and the
+// programs they run) still exists.
 func checkGone(t *testing.T, dir string, pids ...int) {
 	t.Helper()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -336,12 +354,12 @@ func checkGone(t *testing.T, dir string, pids ...int) {
 		// A killed process lingers as a zombie until init reaps it; that is dead enough.
 		deadline := time.Now().Add(3 * time.Second)
 		for {
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil || strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[0] == "Z" {
+			left := groupMembers(pid)
+			if len(left) == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("Stop left pid %d running: %s", pid, stat)
+				t.Errorf("Stop left process group %d running: %v", pid, left)
 				break
 			}
 			time.Sleep(50 * time.Millisecond)

@@ -44,8 +44,10 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 		},
 		"root":    env.hostRoot,
 		"runtime": map[string]any{"binary": qemu, "extraArgs": []string{"-machine", "none"}},
-		// The stand-in exporter runs only if its config arrived.
-		"exporter": map[string]any{"command": []string{"sh", "-c", `test -s "$1" && exec sleep 300`, "exporter"}},
+		// The stand-in exporter runs only if its config arrived, until the test writes the
+		// status it is to exit with to exit-code in its directory.
+		"exporter": map[string]any{"command": []string{"sh", "-c",
+			`test -s "$1" || exit 1; until [ -e exit-code ]; do sleep 0.1; done; exit "$(cat exit-code)"`, "exporter"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 		}))
 	p.conns.pingTimeout = time.Second
 	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 
 	if err := p.Validate(ctx, req); err != nil {
@@ -156,6 +158,36 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 		t.Errorf("inventory after Cleanup: %s, want nothing", got)
 	}
 
+	// An exporter that exits 0 (its lease over) is Exited; one that exits 3 is Failed, with
+	// the status. Both on lab2, one after the other.
+	for _, c := range []struct {
+		code, reason string
+		phase        provisioner.ExternalPhase
+	}{{"0", ReasonExporterExited, provisioner.ExternalExited}, {"3", ReasonProcessExited, provisioner.ExternalFailed}} {
+		n := "pool-exit" + c.code
+		ann, err := p.CreateExternal(ctx, forInstance(req, n, map[string]string{AnnotationHost: "lab2"}))
+		if err != nil {
+			t.Fatalf("CreateExternal %s: %v", n, err)
+		}
+		r := forInstance(req, n, ann)
+		waitExternal(t, p, r, provisioner.ExternalReady)
+		dir := filepath.Join(lab2.rootDir, "team-a_pool", n)
+		if err := os.WriteFile(filepath.Join(dir, "exit-code.tmp"), []byte(c.code), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "exit-code.tmp"), filepath.Join(dir, "exit-code")); err != nil {
+			t.Fatal(err)
+		}
+		st := waitExited(t, p, r)
+		if st.Phase != c.phase || st.Reason != c.reason || !strings.Contains(st.Message, `lab host "lab2"`) ||
+			!strings.Contains(st.Message, "exporter exited with status "+c.code) {
+			t.Errorf("%s after its exporter exited %s: %+v, want %s/%s naming lab2 and the status", n, c.code, st, c.phase, c.reason)
+		}
+		if err := p.Cleanup(ctx, r); err != nil {
+			t.Fatalf("Cleanup of %s: %v", n, err)
+		}
+	}
+
 	// A class whose known_hosts holds another key for the hosts.
 	wrongKey := strings.Fields(env.wrongHostLine)
 	var wrongHosts strings.Builder
@@ -200,6 +232,23 @@ func waitExternal(t *testing.T, p *Provisioner, req *provisioner.Request, want p
 			return
 		case st.Phase == provisioner.ExternalFailed, time.Now().After(deadline):
 			t.Fatalf("%s is %+v, want %s", req.Exporter.Name, st, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitExited polls ObserveExternal until the instance is no longer Ready (10 s at most) and
+// returns that state.
+func waitExited(t *testing.T, p *Provisioner, req *provisioner.Request) provisioner.ExternalState {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := observe(t, p, req)
+		if st.Phase != provisioner.ExternalReady {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still %+v", req.Exporter.Name, st)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

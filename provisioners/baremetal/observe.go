@@ -14,8 +14,11 @@ const (
 	ReasonNotCreated = "NotCreated"
 	// ReasonNotFound: the recorded host has no directory for the instance.
 	ReasonNotFound = "NotFound"
-	// ReasonProcessExited: QEMU or the exporter is not running.
+	// ReasonProcessExited: QEMU or the exporter is not running (and the exporter did not
+	// exit with status 0).
 	ReasonProcessExited = "ProcessExited"
+	// ReasonExporterExited: the exporter exited with status 0, its work done (Exited).
+	ReasonExporterExited = "ExporterExited"
 	// ReasonHostUnreachable: the instance's host does not answer.
 	ReasonHostUnreachable = "HostUnreachable"
 	// ReasonAuthenticationRefused: the instance's host refuses the credentials' key.
@@ -27,8 +30,11 @@ const (
 )
 
 // ObserveExternal reports the instance's state on its recorded host: Ready while QEMU and the
-// exporter both run, Failed (ProcessExited, quoting their logs) when one exited, Gone when the
-// host has no such instance or no host is recorded yet.
+// exporter both run; Exited (ExporterExited) when the exporter exited with status 0, as it
+// does after a lease when the set recycles its exporters, whatever QEMU's state; Failed
+// (ProcessExited, with the exit statuses the host recorded and the end of the logs) when a
+// process exited otherwise: another status, killed, or QEMU while the exporter runs; Gone
+// when the host has no such instance or no host is recorded yet.
 //
 // Unlike provisioner.ExternalProvisioner's general rule, a host that cannot be reached, that
 // refuses the key or whose host key does not verify makes the instance Failed
@@ -107,6 +113,10 @@ func stateOf(h Host, ref InstanceRef, st Status) provisioner.ExternalState {
 	case PhaseRunning:
 		return provisioner.ExternalState{Phase: provisioner.ExternalReady}
 	case PhaseExited:
+		if st.ExporterExit != nil && *st.ExporterExit == 0 {
+			return provisioner.ExternalState{Phase: provisioner.ExternalExited, Reason: ReasonExporterExited,
+				Message: fmt.Sprintf("lab host %q: %s", h.Name, st.Message)}
+		}
 		return provisioner.ExternalState{Phase: provisioner.ExternalFailed, Reason: ReasonProcessExited,
 			Message: fmt.Sprintf("lab host %q: %s", h.Name, st.Message)}
 	default:

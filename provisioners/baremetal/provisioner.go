@@ -92,10 +92,11 @@ func (p *Provisioner) Validate(_ context.Context, req *provisioner.Request) erro
 }
 
 // RenderPod refuses: an instance of this provisioner runs on a lab host and has no Pod. The
-// reconciler must start it with CreateExternal in its hosted mode, which is not built yet.
+// controller starts it with CreateExternal instead (provisioner.HostedProvisioner), so a
+// call is a caller's mistake.
 func (p *Provisioner) RenderPod(context.Context, *provisioner.Request) (*corev1.Pod, error) {
 	return nil, provisioner.Invalid(errors.New("qemu-baremetal: this provisioner's instances have no Pod (they run on lab hosts over SSH); " +
-		"serving them needs the reconciler's hosted mode (provisioner.HostedProvisioner), which is not built yet"))
+		"they are started with CreateExternal (provisioner.HostedProvisioner)"))
 }
 
 // EnrichDrivers returns a copy of the set's drivers, unchanged. (Pointing the exporter at

@@ -50,23 +50,45 @@ mv -f -- "$dir/config.yaml.tmp" "$dir/config.yaml"
 // not fork and $! is that group's id), nohup and the redirections cut it from the SSH
 // channel, so the session ends at once and the process outlives it. Output goes to NAME.log,
 // the pid to NAME.pid. A missing program fails here rather than as an exited instance later.
+//
+// ARGV runs under a wrapper shell, the group leader NAME.pid names, that waits for it and
+// writes its exit status to NAME.rc (aside, then renamed, so a half-written one is never
+// read): an exporter that exits 0 after a lease is then told from one that failed. ARGV is the
+// wrapper's "$@", never parsed again. The wrapper traps SIGTERM, which defers it until ARGV
+// exits (POSIX: a trap waits for the foreground command), so the stop script's signal to the
+// group leaves the wrapper, and `alive`, up for as long as ARGV takes to shut down; ARGV gets
+// SIGTERM's default action back at exec. SIGKILL ends the wrapper too, and no status is
+// recorded. A stale NAME.rc is removed first, before the new process can write its own.
 const spawnScript = `set -eu
 dir=$1 name=$2
 shift 2
 cd "$dir"
 command -v "$1" >/dev/null 2>&1 || { echo "$1: command not found" >&2; exit 127; }
-setsid nohup "$@" </dev/null >"$name.log" 2>&1 &
+rm -f -- "$name.rc" "$name.rc.tmp"
+wrap='trap : TERM
+name=$1
+shift
+"$@"
+echo "$?" > "$name.rc.tmp"
+mv -f -- "$name.rc.tmp" "$name.rc"'
+setsid nohup sh -c "$wrap" exporterset-wrap "$name" "$@" </dev/null >"$name.log" 2>&1 &
 echo "$!" > "$name.pid.tmp"
 mv -f -- "$name.pid.tmp" "$name.pid"
 `
 
-// statusScript DIR prints one proc line per process (running, exited or missing), the
-// metadata, and the last lines of the log of each process that is not running. A missing
-// directory prints nothing.
+// statusScript DIR prints one proc line per process (running, exited:STATUS, exited when no
+// status was recorded, or missing), the metadata, and the last lines of the log of each
+// process that is not running. A missing directory prints nothing. NAME.rc is read only once
+// the wrapper is dead, and the wrapper writes it before it exits, so it is never missed.
 const statusScript = aliveFn + `dir=$1
 [ -d "$dir" ] || exit 0
 for p in qemu exporter; do
-	if alive "$dir/$p.pid"; then s=running; elif [ -e "$dir/$p.pid" ]; then s=exited; else s=missing; fi
+	if alive "$dir/$p.pid"; then s=running
+	elif [ -e "$dir/$p.pid" ]; then
+		s=exited
+		rc=$(cat "$dir/$p.rc" 2>/dev/null) || rc=
+		case $rc in ''|*[!0-9]*) ;; *) s=exited:$rc;; esac
+	else s=missing; fi
 	echo "` + markProc + `$p $s"
 	eval "state_$p=\$s"
 done

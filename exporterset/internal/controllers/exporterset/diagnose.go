@@ -253,8 +253,8 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// diagnose returns each instance's Problem (from its Pod and Exporter, else from its
-// external state ext), the pool's failures and the set's failure backoff. caPEM is the CA
+// diagnose returns each instance's Problem (from its external state ext, else from its Pod
+// and Exporter), the pool's failures and the set's failure backoff. caPEM is the CA
 // bundle the set's instances are configured with (nil when none was read yet).
 func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caPEM []byte) health {
 	d := diagnosis{now: p.now, startupDeadline: DefaultStartupDeadline, registrationGrace: r.RegistrationGrace}
@@ -280,10 +280,12 @@ func (r *Reconciler) diagnose(p *pass, obs *observation, ext externalStates, caP
 			// (a renewal noted before a later quarantine once made them differ).
 			pr = renew.Of(in)
 			if pr == nil {
-				pr = d.diagnose(in)
+				// A failed target first: it is the cause of what its Pod (or, for a hosted
+				// unit, the Pod it reads as) shows.
+				pr = externalProblem(in, ext.of(in))
 			}
 			if pr == nil {
-				pr = externalProblem(in, ext.of(in))
+				pr = d.diagnose(in)
 			}
 		}
 		if pr != nil {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/exporterset/exporterset/exporterset/internal/contract"
+	"github.com/exporterset/exporterset/exporterset/internal/objects"
 	"github.com/exporterset/exporterset/exporterset/pool"
 	"github.com/exporterset/exporterset/provisioner"
 )
@@ -26,7 +27,10 @@ import (
 // intentsOf are the decisions of a pass for the live instances it saw.
 // held are instances whose restart waits for a later pass (their renewal's write lost).
 func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, problems pool.Problems, ext externalStates, held map[types.UID]bool) *contract.Intents {
-	external := externalOf(p.prov) != nil
+	// A hosted instance's unit is its Pod (hosted.go): it starts as a Pod does, with no
+	// target to wait for first.
+	hosted := objects.Hosted(p.prov)
+	external := externalOf(p.prov) != nil && !hosted
 	// The instance reconciler reads the request while the pass goes on to write the set's
 	// status, which decodes the answer into p.set: the request gets a set of its own.
 	req := *p.req
@@ -44,6 +48,11 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 		if !external || externalReady(ext.of(in)) { // an external instance's Pod waits for its target
 			it := d.Instances[in.Exporter.UID]
 			it.Start = true
+			if hosted {
+				// The unit the pass saw gone: a start asked for it is not made again once
+				// its record has changed (a unit made since the pass looked).
+				it.SeenRecord = in.Exporter.Annotations[AnnotationExternalRecorded]
+			}
 			d.Instances[in.Exporter.UID] = it
 		}
 	}
@@ -78,6 +87,9 @@ func intentsOf(p *pass, plan *pool.Plan, backoffUntil time.Time, caPEM []byte, p
 // remote target until a Lease waits for it (pool/leasewait.go).
 func withTargets(d *contract.Intents, req *provisioner.Request, live []*pool.Instance, states externalStates, resting bool) {
 	d.Target = req
+	if objects.Hosted(d.Prov) {
+		return // a hosted unit is started as a Pod is (Intent.Start), once its config is rendered
+	}
 	for _, in := range live {
 		st := states.of(in)
 		if st == nil || st.Phase != provisioner.ExternalGone || resting && !in.Leased() {

@@ -237,6 +237,9 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) (res passResult, sk
 	}
 	if res.blocked == nil && reqErr == nil {
 		res.external, reqErr = r.observeExternal(ctx, p, obs)
+		if objects.Hosted(p.prov) {
+			obs = withUnits(obs, res.external.states)
+		}
 	}
 	if res.blocked == nil && r.failureMemory.failing(keyOf(set)) {
 		// The CA is one of the inputs failures are counted against (diagnose): a failing

@@ -47,8 +47,8 @@ func (r *Reconciler) renewAll(ctx context.Context, p *pass, plan *pool.Plan) (he
 // exists, or is not known to be gone (one never built, or deleted behind the controller, is
 // relabelled and built from the current spec). Nil for a provisioner without external targets.
 func keptTargets(p *pass, instances []*pool.Instance, ext externalStates) map[*pool.Instance]bool {
-	if externalOf(p.prov) == nil {
-		return nil
+	if externalOf(p.prov) == nil || objects.Hosted(p.prov) {
+		return nil // a hosted unit is renewed in place as a Pod is: made again from the current spec
 	}
 	kept := make(map[*pool.Instance]bool, len(instances))
 	for _, in := range instances {

@@ -1,6 +1,7 @@
 package exporterset
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	jumpstarterv1alpha1 "github.com/exporterset/exporterset/api/jumpstarter/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset/internal/contract"
 	"github.com/exporterset/exporterset/exporterset/pool"
+	"github.com/exporterset/exporterset/internal/testing/fakeprov"
 	"github.com/exporterset/exporterset/provisioner"
 )
 
@@ -58,5 +60,52 @@ func TestWithTargetsAsksWhereNoTargetWasSeen(t *testing.T) {
 				t.Errorf("intent %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// A hosted unit is the instance's Pod: it is started as a Pod is (Intent.Start), once its
+// config is rendered, so the pass never asks for it as a target, gone or not.
+func TestWithTargetsAsksNothingForHostedUnits(t *testing.T) {
+	e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: "i", UID: types.UID("u")}}
+	in := &pool.Instance{Exporter: e}
+	d := &contract.Intents{Prov: fakeprov.NewHosted(), Instances: map[types.UID]contract.Intent{}}
+	req := &provisioner.Request{}
+	withTargets(d, req, []*pool.Instance{in}, externalStates{e.UID: {Phase: provisioner.ExternalGone}}, false)
+	if d.Target != req {
+		t.Errorf("Target not the credentialed request: the unit is created with it")
+	}
+	if got := d.Instances[e.UID]; got != (contract.Intent{}) {
+		t.Errorf("intent %+v for a hosted instance, want none", got)
+	}
+}
+
+// The pass shows each hosted instance's unit as its Pod, on copies of what observe built.
+func TestWithUnitsShowsEachUnitAsItsPod(t *testing.T) {
+	mk := func(name string, rec string) *pool.Instance {
+		e := &jumpstarterv1alpha1.Exporter{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), Annotations: map[string]string{}}}
+		if rec != "" {
+			e.Annotations[AnnotationExternalRecorded] = rec
+		}
+		return &pool.Instance{Exporter: e}
+	}
+	ready, gone, unknown := mk("a", "2026-12-07T10:00:00Z"), mk("b", "2026-12-07T10:00:00Z"), mk("c", "2026-12-07T10:00:00Z")
+	obs := &observation{Instances: []*pool.Instance{ready, gone, unknown}}
+	got := withUnits(obs, externalStates{
+		"a": {Phase: provisioner.ExternalReady},
+		"b": {Phase: provisioner.ExternalGone},
+	})
+	if len(ready.Pods) != 0 {
+		t.Fatalf("observe's instance was changed")
+	}
+	var phases []corev1.PodPhase
+	for _, in := range got.Instances {
+		if len(in.Pods) == 0 {
+			phases = append(phases, "")
+			continue
+		}
+		phases = append(phases, in.Pods[0].Status.Phase)
+	}
+	if want := []corev1.PodPhase{corev1.PodRunning, "", ""}; !slices.Equal(phases, want) {
+		t.Errorf("phases %q, want %q", phases, want)
 	}
 }

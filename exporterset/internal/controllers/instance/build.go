@@ -49,7 +49,11 @@ func (r *Reconciler) configure(ctx context.Context, b *build, ca []byte, in *poo
 	if !start || r.podPending(b, in.Exporter.UID) {
 		return res, nil
 	}
-	res.PodErr, err = r.startPod(ctx, b, in)
+	if objects.Hosted(b.d.Prov) {
+		res.PodErr, err = r.startUnit(ctx, b, in, secret.Data[provisioner.ExporterConfigFile])
+	} else {
+		res.PodErr, err = r.startPod(ctx, b, in)
+	}
 	return res, err
 }
 

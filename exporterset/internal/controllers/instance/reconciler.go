@@ -125,8 +125,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.observe(ctx, in); err != nil {
 		return reconcile.Result{}, err
 	}
+	hosted := objects.Hosted(d.Prov)
+	if hosted {
+		withUnit(in, it)
+	}
 	var errs []error
-	if it.Restart && !d.BackingOff(b.now) {
+	switch {
+	case !it.Restart || d.BackingOff(b.now):
+	case hosted:
+		errs = append(errs, r.restartUnit(ctx, b, in, it))
+	default:
 		errs = append(errs, r.restartPods(ctx, b, in, it.Broken))
 	}
 	start := !in.HasPod() && d.StartsPod(it, in.Enabled(), in.SpecHash(), labels.Set(e.Labels))

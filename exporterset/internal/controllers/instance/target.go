@@ -17,11 +17,8 @@ import (
 )
 
 // ensureTarget creates the instance's external target when its set's pass asked for one
-// (it.CreateTarget): first the finalizer and the class's name on the Exporter, so that a
-// target is never created that nothing would clean up; then CreateExternal; then its
-// annotations and the record of the create. The instance controller is thus the one
-// creator of targets, as of Pods; the set controller observes them and cleans them up.
-// invalid is a refusal a person must look at; err is transient.
+// (it.CreateTarget), with createTarget. The instance controller is thus the one creator of
+// targets, as of Pods; the set controller observes them and cleans them up. invalid is a refusal a person must look at; err is transient.
 func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv1alpha1.Exporter, it contract.Intent) (invalid, err error) {
 	ext, ok := b.d.Prov.(provisioner.ExternalProvisioner)
 	if !ok || !it.CreateTarget || b.d.Target == nil || e.DeletionTimestamp != nil {
@@ -30,6 +27,14 @@ func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv
 	if e.Annotations[objects.AnnotationExternalRecorded] != it.SeenRecord {
 		return nil, nil // created since the pass looked: the next pass observes it
 	}
+	return r.createTarget(ctx, b, ext, e, nil)
+}
+
+// createTarget creates e's target with CreateExternal, config being the exporter config a
+// hosted target runs its exporter with (nil for any other): first the finalizer and the
+// class's name on the Exporter, so that a target is never created that nothing would clean
+// up; then CreateExternal; then its annotations and the record of the create.
+func (r *Reconciler) createTarget(ctx context.Context, b *build, ext provisioner.ExternalProvisioner, e *jumpstarterv1alpha1.Exporter, config []byte) (invalid, err error) {
 	if !slices.Contains(e.Finalizers, objects.FinalizerExternal) || e.Annotations[objects.AnnotationClass] != b.d.Class.Name {
 		patched := e.DeepCopy()
 		if !slices.Contains(patched.Finalizers, objects.FinalizerExternal) {
@@ -43,7 +48,9 @@ func (r *Reconciler) ensureTarget(ctx context.Context, b *build, e *jumpstarterv
 		}
 		e = patched
 	}
-	annotations, err := ext.CreateExternal(ctx, b.d.Target.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name)))
+	req := b.d.Target.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name))
+	req.ExporterConfig = config
+	annotations, err := ext.CreateExternal(ctx, req)
 	if err != nil {
 		if provisioner.IsInvalid(err) {
 			return err, nil
