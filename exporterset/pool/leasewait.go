@@ -59,6 +59,25 @@ func enabledStays(in PlanInput, p *Plan) bool {
 	return false
 }
 
+// heldFill reports whether the instances a person disabled, which the plan holds in their
+// places (plan_steps.go), fill the ceiling with the set's strays: the last enabled Exporter
+// then has no place to stay in. The ceiling holds; Leases are refused until a person enables
+// one, and LeasesWait says so (NoEnabledExporter). Keeping it anyway left a set at a ceiling
+// of 1 with two instances for as long as the person's disable lasted (a soak sweep found it).
+func heldFill(in PlanInput) bool {
+	c, bounded := in.ceiling()
+	if !bounded {
+		return false
+	}
+	held := in.Others
+	for _, i := range in.Instances {
+		if !i.Deleting() && i.DisabledByPerson() {
+			held++
+		}
+	}
+	return held >= c
+}
+
 // roomBeside reports whether the ceiling admits one more Exporter beside every one that
 // exists (the instances, strays and those expected).
 func roomBeside(in PlanInput) bool {
@@ -71,7 +90,7 @@ func roomBeside(in PlanInput) bool {
 // one of them stays. With room it is held for this pass (its successor is created now); at
 // the ceiling its Pod is replaced and it is returned, to be counted warm.
 func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
-	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
+	if !in.KeepsLeasesWaiting() || enabledStays(in, p) || heldFill(in) {
 		return nil
 	}
 	var cand *Instance
@@ -108,7 +127,7 @@ func keepLastLeaving(in PlanInput, p *Plan) (renewed *Instance) {
 // cannot come. An instance whose target is kept (an external target that exists, renew.go)
 // is not renewed: it serves on as it is.
 func keepLastRetired(in PlanInput, p *Plan) (renewed *Instance) {
-	if !in.KeepsLeasesWaiting() || enabledStays(in, p) {
+	if !in.KeepsLeasesWaiting() || enabledStays(in, p) || heldFill(in) {
 		return nil
 	}
 	var cand *Instance

@@ -23,6 +23,8 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 		name string
 		in   pool.PlanInput
 		want planSummary
+		// refused: the set cannot keep an Exporter (a person's disable holds its only place)
+		refused bool
 	}{
 		{
 			name: "on demand at rest: one Exporter without a Pod, nothing started",
@@ -110,6 +112,19 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			want: planSummary{Wanted: 1, Renew: []string{"old"}, StartPods: []string{"old"}},
 		},
 		{
+			name:    "a ceiling of 1 whose one place an instance disabled by hand holds: the exited one is not kept, the ceiling holds",
+			in:      input(1, 1, 1, fixture.Instance("a", fixture.Pod(corev1.PodSucceeded)), fixture.Instance("off", fixture.Ready, fixture.Disabled)),
+			want:    planSummary{Wanted: 1, RemoveBeforeCreate: 1, Remove: []string{"a"}},
+			refused: true,
+		},
+		{
+			name: "the same with the last enabled one failing beyond repair: retired, not renewed in place",
+			in: input(1, 1, 1, fixture.Instance("a", fixture.Pod(corev1.PodRunning), fixture.WithProblem(&pool.Problem{Reason: vtv1alpha1.ReasonTargetCrashing, Replace: true})),
+				fixture.Instance("off", fixture.Ready, fixture.Disabled)),
+			want:    planSummary{Wanted: 1, RemoveBeforeCreate: 1, Retire: []string{"a"}},
+			refused: true,
+		},
+		{
 			name: "roll at a ceiling of 1, its external target kept: it serves on as it is, its Pod stays",
 			in:   withKept(input(0, 1, 1, fixture.Instance("old", fixture.Ready, fixture.Hash("h0")))),
 			want: planSummary{Wanted: 1},
@@ -182,8 +197,8 @@ func TestPlanKeepsLeasesWaiting(t *testing.T) {
 			if diff := cmp.Diff(tc.want, summarize(p), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("PlanScale (-want +got):\n%s", diff)
 			}
-			if p.LeasesRefused && p.CreateAfterRemove == 0 {
-				t.Errorf("LeasesRefused on a set that can keep an Exporter")
+			if p.LeasesRefused != tc.refused && p.CreateAfterRemove == 0 {
+				t.Errorf("LeasesRefused %v, want %v", p.LeasesRefused, tc.refused)
 			}
 		})
 	}
