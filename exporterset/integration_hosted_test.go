@@ -3,6 +3,7 @@ package exporterset_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,10 +11,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vtv1alpha1 "github.com/exporterset/exporterset/api/v1alpha1"
 	"github.com/exporterset/exporterset/exporterset"
 	"github.com/exporterset/exporterset/internal/testing/fakeprov"
+	"github.com/exporterset/exporterset/provisioner"
 )
 
 // hostedWorld runs a controller serving the hosted fake, whose units' exporters connect to
@@ -202,4 +205,26 @@ func TestHostedOnDemandFromRest(t *testing.T) {
 			return ""
 		})
 	}
+}
+
+// A unit that cannot be created yet (no free slot, a host that does not answer) is retried,
+// and the set says why its instances wait: the provisioner's own words.
+func TestHostedCreateWaitIsReported(t *testing.T) {
+	w := newWorld(t)
+	h := fakeprov.NewHosted()
+	h.OnStart = func(ctx context.Context, ns, name string) error { return w.sim.ConnectFromOutside(ctx, ns, name) }
+	h.FailCreates(provisioner.Transient(errors.New("fake-lab: no free slot on any lab host")))
+	registry := w.fake.Registry()
+	if err := h.Register(registry); err != nil {
+		t.Fatal(err)
+	}
+	w.controllerServing(env.Config, registry)
+	w.class("lab", func(c *vtv1alpha1.VirtualTargetClass) { c.Spec.Provisioner = fakeprov.HostedName })
+	w.set("lab", 0, 2, 1, func(s *vtv1alpha1.ExporterSet) { s.Spec.VirtualTargetClassName = "lab" })
+	w.waitStatus("lab", 30*time.Second, "the wait reported", func(s vtv1alpha1.ExporterSetStatus) bool {
+		a := availableCond(s)
+		return a != nil && a.Status == metav1.ConditionFalse && strings.Contains(a.Message, "no free slot on any lab host")
+	})
+	h.FailCreates(nil)
+	w.waitHealthy("lab", 1, 60*time.Second)
 }

@@ -46,7 +46,7 @@ func (p *Provisioner) CreateExternal(ctx context.Context, req *provisioner.Reque
 	}
 	if len(req.ExporterConfig) == 0 {
 		return nil, provisioner.Invalid(errors.New("qemu-baremetal: the request carries no exporter config: a lab host runs the exporter itself " +
-			"and needs the rendered config, which only the reconciler's hosted mode (provisioner.HostedProvisioner) hands over; it is not built yet"))
+			"and needs the rendered config, which the controller's hosted mode (provisioner.HostedProvisioner) hands over in Request.ExporterConfig"))
 	}
 	t, err := p.target(req)
 	if err != nil {

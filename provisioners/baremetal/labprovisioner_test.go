@@ -5,15 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +32,7 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 	lab1, lab2 := env.hosts[0], env.hosts[1]
 	// Whatever happens, no QEMU or exporter outlives the test: their process groups are
 	// killed from their pid files (registered after the lab, so this runs first).
-	t.Cleanup(func() { killInstances(env) })
+	t.Cleanup(env.lab.KillInstances)
 
 	params, err := json.Marshal(map[string]any{
 		"hosts": []map[string]any{
@@ -111,7 +108,7 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 	}
 
 	// lab1 dies: its instances are Failed, naming it, so they are replaced elsewhere.
-	run(t, "ip", "netns", "exec", lab1.ns, "ip", "link", "set", lab1.veth, "down")
+	env.lab.Cut(t, 0)
 	cutAt := time.Now()
 	for _, n := range []string{"pool-a", "pool-c"} {
 		st, err := p.ObserveExternal(ctx, recorded[n])
@@ -141,8 +138,7 @@ func TestLabProvisionerLifecycle(t *testing.T) {
 	checkGone(t, bdir, qpid, epid)
 
 	// lab1 is back (and its failure forgotten): the rest is cleaned up.
-	run(t, "ip", "netns", "exec", lab1.ns, "ip", "link", "set", lab1.veth, "up")
-	waitListening(t, lab1.host)
+	env.lab.Restore(t, 0)
 	skew.Add(int64(time.Minute))
 	for _, n := range []string{"pool-a", "pool-c"} {
 		for i := range 2 {
@@ -285,39 +281,8 @@ func fingerprint(t *testing.T, line []byte) string {
 	return ssh.FingerprintSHA256(k)
 }
 
-// waitListening waits until h accepts TCP again (the neighbour entry of a host that was cut
-// off must be resolved anew first).
-func waitListening(t *testing.T, h Host) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", hostAddress(h), time.Second)
-		if err == nil {
-			_ = c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not answer again: %v", h.Name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 // firstLine returns s up to its first newline.
 func firstLine(s string) string {
 	first, _, _ := strings.Cut(s, "\n")
 	return first
-}
-
-// killInstances kills the process group of every pid file under the hosts' roots.
-func killInstances(env *labEnv) {
-	for _, h := range env.hosts {
-		pids, _ := filepath.Glob(filepath.Join(h.rootDir, "*", "*", "*.pid"))
-		for _, f := range pids {
-			b, err := os.ReadFile(f)
-			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 1 {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	}
 }

@@ -79,7 +79,7 @@ func TestRenderPodRefuses(t *testing.T) {
 	if pod != nil || !provisioner.IsInvalid(err) {
 		t.Fatalf("RenderPod = %v, %v; want no Pod and an Invalid error", pod, err)
 	}
-	for _, w := range []string{"no Pod", "lab hosts", "hosted mode"} {
+	for _, w := range []string{"no Pod", "lab hosts", "CreateExternal"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("RenderPod's error %q does not say %q", err, w)
 		}

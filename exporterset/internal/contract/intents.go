@@ -74,7 +74,10 @@ type Result struct {
 	CredMissing string // its credential Secret is missing or has no token
 	PodErr      error  // its drivers or Pod are invalid, or its Pod could not be created
 	TargetErr   error  // the provisioner refused to create its external target (provisioner.IsInvalid)
-	Version     string // the Intents.Version it was built with
+	// TargetWait is why its target (or hosted unit) could not be created yet, though a retry
+	// may succeed: no free slot, a host that does not answer. "" when none failed.
+	TargetWait string
+	Version    string // the Intents.Version it was built with
 }
 
 // Same reports whether a and b say the same to a person (the set's conditions).
@@ -85,5 +88,5 @@ func Same(a, b Result) bool {
 		}
 		return err.Error()
 	}
-	return a.WaitingCred == b.WaitingCred && a.CredMissing == b.CredMissing && msg(a.PodErr) == msg(b.PodErr) && msg(a.TargetErr) == msg(b.TargetErr)
+	return a.WaitingCred == b.WaitingCred && a.CredMissing == b.CredMissing && msg(a.PodErr) == msg(b.PodErr) && msg(a.TargetErr) == msg(b.TargetErr) && a.TargetWait == b.TargetWait
 }

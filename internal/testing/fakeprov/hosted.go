@@ -38,10 +38,11 @@ type Unit struct {
 type Hosted struct {
 	OnStart, OnStop func(ctx context.Context, namespace, instance string) error
 
-	mu    sync.Mutex
-	units map[string]*Unit // by namespace/instance/uid
-	seq   int
-	calls map[string]int
+	mu        sync.Mutex
+	createErr error
+	units     map[string]*Unit // by namespace/instance/uid
+	seq       int
+	calls     map[string]int
 }
 
 var _ provisioner.HostedProvisioner = (*Hosted)(nil)
@@ -74,6 +75,13 @@ func (h *Hosted) Units() []Unit {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// FailCreates makes every CreateExternal fail with err until called with nil.
+func (h *Hosted) FailCreates(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.createErr = err
 }
 
 // Exit makes the exporter of instance's unit exit with code, and stops its process.
@@ -137,6 +145,10 @@ func (h *Hosted) CreateExternal(ctx context.Context, req *provisioner.Request) (
 	}
 	k := remoteKey(e.Namespace, e.Name, string(e.UID))
 	h.mu.Lock()
+	if err := h.createErr; err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
 	u, ok := h.units[k]
 	if !ok {
 		h.seq++

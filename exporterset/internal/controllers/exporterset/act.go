@@ -157,7 +157,7 @@ func (r *Reconciler) configured(p *pass, live []*pool.Instance) []contract.Resul
 		case res.TargetErr != nil:
 			out[i] = contract.Result{PodErr: res.TargetErr}
 		case !in.Credentialed():
-			out[i] = contract.Result{WaitingCred: true}
+			out[i] = contract.Result{WaitingCred: true, TargetWait: res.TargetWait}
 		default:
 			out[i] = res
 		}

@@ -138,7 +138,11 @@ func availableCondition(cond condFunc, spec vtv1alpha1.ExporterSetSpec, binding 
 		case fs.Serving < int(spec.MinReplicas):
 			return vtv1alpha1.ReasonFloorNotMet, fmt.Sprintf("%d ready instances, minReplicas %d", fs.Serving, spec.MinReplicas)
 		}
-		return vtv1alpha1.ReasonWarmBufferNotMet, fmt.Sprintf("%d available, warm buffer %d%s", c.AvailableReplicas, spec.MinAvailableReplicas, boards)
+		msg := fmt.Sprintf("%d available, warm buffer %d%s", c.AvailableReplicas, spec.MinAvailableReplicas, boards)
+		if w := act.targetWait(); w != "" {
+			msg += "; " + w
+		}
+		return vtv1alpha1.ReasonWarmBufferNotMet, msg
 	}
 	switch {
 	case res.blocked != nil:

@@ -103,6 +103,24 @@ func (a actResult) credMissing() (out []string) {
 	return out
 }
 
+// targetWait says why instances' targets could not be created yet (the first cause, and
+// how many wait), "" when none waits.
+func (a actResult) targetWait() string {
+	n, first := 0, ""
+	for _, c := range a.configured {
+		if c.TargetWait != "" {
+			if n == 0 {
+				first = c.TargetWait
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d instance targets not created yet, retried: %s", n, first)
+}
+
 // podErr is the last instance's Pod error: one is enough to say what is wrong.
 func (a actResult) podErr() (err error) {
 	for _, c := range a.configured {

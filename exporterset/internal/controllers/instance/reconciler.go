@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	targetErr, err := r.ensureTarget(ctx, b, &e, it)
 	if err != nil || !in.Credentialed() {
 		if it.CreateTarget {
-			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr})
+			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr, TargetWait: waitOf(err)})
 		}
 		return reconcile.Result{}, err
 	}
@@ -152,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	errs = append(errs, err)
 	res.TargetErr = targetErr
+	res.TargetWait = waitOf(err) // a hosted unit's create (startUnit)
 	r.report(ctx, b, e.UID, res)
 	return reconcile.Result{RequeueAfter: b.requeue.Get()}, errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -55,7 +56,7 @@ func (r *Reconciler) createTarget(ctx context.Context, b *build, ext provisioner
 		if provisioner.IsInvalid(err) {
 			return err, nil
 		}
-		return nil, fmt.Errorf("creating the external resources of %s: %w", e.Name, err)
+		return nil, &waitError{fmt.Errorf("creating the external resources of %s: %w", e.Name, err)}
 	}
 	patched := e.DeepCopy()
 	for k, v := range annotations {
@@ -69,4 +70,21 @@ func (r *Reconciler) createTarget(ctx context.Context, b *build, ext provisioner
 	}
 	b.events.Add(eventlog.ExternalCreated, e.Name, patched)
 	return nil, nil
+}
+
+// waitError is a create the provisioner could not make yet, though a retry may (no free
+// slot, a host that does not answer): retried by the workqueue, and shown in the set's
+// status (contract.Result.TargetWait), since nothing else would say why an instance waits.
+type waitError struct{ err error }
+
+func (e *waitError) Error() string { return e.err.Error() }
+func (e *waitError) Unwrap() error { return e.err }
+
+// waitOf is the message of err's waitError, "" when it holds none.
+func waitOf(err error) string {
+	var w *waitError
+	if errors.As(err, &w) {
+		return w.Error()
+	}
+	return ""
 }
