@@ -120,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if it.CreateTarget {
 			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr, TargetWait: waitOf(err)})
 		}
+		if waitOf(err) != "" {
+			return reconcile.Result{RequeueAfter: targetRetry}, nil // reported; retried at a steady pace
+		}
 		return reconcile.Result{}, err
 	}
 	if err := r.observe(ctx, in); err != nil {
@@ -150,9 +153,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if caProblem != "" || res.CredMissing != "" {
 		b.requeue.In(r.RetryInterval) // neither ConfigMaps nor foreign Secrets are watched
 	}
-	errs = append(errs, err)
 	res.TargetErr = targetErr
-	res.TargetWait = waitOf(err) // a hosted unit's create (startUnit)
+	if res.TargetWait = waitOf(err); res.TargetWait != "" { // a hosted unit's create (startUnit)
+		b.requeue.In(targetRetry) // reported; retried at a steady pace
+		err = nil
+	}
+	errs = append(errs, err)
 	r.report(ctx, b, e.UID, res)
 	return reconcile.Result{RequeueAfter: b.requeue.Get()}, errors.Join(errs...)
 }

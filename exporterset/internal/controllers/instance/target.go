@@ -73,9 +73,14 @@ func (r *Reconciler) createTarget(ctx context.Context, b *build, ext provisioner
 }
 
 // waitError is a create the provisioner could not make yet, though a retry may (no free
-// slot, a host that does not answer): retried by the workqueue, and shown in the set's
-// status (contract.Result.TargetWait), since nothing else would say why an instance waits.
+// slot, a host that does not answer): shown in the set's status (contract.Result.TargetWait),
+// since nothing else would say why an instance waits, and retried every targetRetry: left to
+// the workqueue's exponential backoff (up to 1000 s), the retries of a long wait would grow
+// minutes apart, and no event asks again when a slot frees.
 type waitError struct{ err error }
+
+// targetRetry is how soon a create that could not be made yet is tried again.
+const targetRetry = 10 * time.Second
 
 func (e *waitError) Error() string { return e.err.Error() }
 func (e *waitError) Unwrap() error { return e.err }
