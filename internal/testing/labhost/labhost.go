@@ -21,11 +21,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/exporterset/exporterset/internal/testing/testproc"
 )
 
 // Host is one running lab host.
@@ -215,7 +216,7 @@ func (l *Lab) startHost(t testing.TB, authorized string, i int) Host {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testproc.Buffer
 	// `ip netns exec` runs sshd in a mount namespace of its own whose mounts do not propagate
 	// back, so the bind mount is seen by this host's sessions (and what they start) only.
 	cmd := exec.Command("ip", "netns", "exec", ns, "sh", "-c", `mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`,
@@ -341,24 +342,4 @@ func (l *Lab) KillInstances() {
 			}
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of a child's output and a concurrent read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
