@@ -142,8 +142,12 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
 	}
 	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name))); err != nil {
+		// Reported, and tried again at a steady pace: as the pass's error, every failed
+		// attempt doubled the set's workqueue backoff, and an instance whose lab host was
+		// down for a minute was still not removed two minutes after the host came back.
 		r.warning(p.set, e, eventlog.ProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
-		return true, false, fmt.Errorf("cleaning up %s: %w", e.Name, err)
+		p.requeueIn(externalRetry)
+		return true, false, nil
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
 		released, err := r.release(ctx, p, e)
