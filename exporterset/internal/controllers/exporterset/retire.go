@@ -143,8 +143,8 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	}
 	if err := p.prov.Cleanup(ctx, req.ForExporter(e.DeepCopy(), objects.ConfigSecretName(e.Name))); err != nil {
 		// Reported, and tried again at a steady pace: as the pass's error, every failed
-		// attempt doubled the set's workqueue backoff, and an instance whose lab host was
-		// down for a minute was still not removed two minutes after the host came back.
+		// attempt doubled the set's workqueue backoff, so an instance whose host was down a
+		// while could wait minutes after the host came back.
 		r.warning(p.set, e, eventlog.ProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
 		p.requeueIn(externalRetry)
 		return true, false, nil
