@@ -49,7 +49,7 @@ func (r *Reconciler) configure(ctx context.Context, b *build, ca []byte, in *poo
 	if !start || r.podPending(b, in.Exporter.UID) {
 		return res, nil
 	}
-	if objects.Hosted(b.d.Prov) {
+	if b.hosted {
 		res.PodErr, err = r.startUnit(ctx, b, in, secret.Data[provisioner.ExporterConfigFile])
 	} else {
 		res.PodErr, err = r.startPod(ctx, b, in)

@@ -76,6 +76,7 @@ type build struct {
 	key     string // the set's namespace/name
 	now     time.Time
 	d       *contract.Intents
+	hosted  bool // d.Prov runs its exporters on hosts: the unit is the instance's Pod (unit.go)
 	events  *eventlog.Batch
 	requeue *state.Soonest
 }
@@ -112,15 +113,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if class.ResourceVersion != d.ClassVersion {
 		return reconcile.Result{}, nil
 	}
-	b := &build{set: &set, key: key, now: r.Clock.Now(), d: d, events: r.Board.EventsFor(key), requeue: &state.Soonest{}}
+	b := &build{set: &set, key: key, now: r.Clock.Now(), d: d, hosted: objects.Hosted(d.Prov), events: r.Board.EventsFor(key), requeue: &state.Soonest{}}
 	it := d.Instances[e.UID]
 	// The external target comes first: it needs no credential, and the Pod waits for it.
 	targetErr, err := r.ensureTarget(ctx, b, &e, it)
 	if err != nil || !in.Credentialed() {
+		wait := waitOf(err)
 		if it.CreateTarget {
-			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr, TargetWait: waitOf(err)})
+			r.report(ctx, b, e.UID, contract.Result{WaitingCred: !in.Credentialed(), TargetErr: targetErr, TargetWait: wait})
 		}
-		if waitOf(err) != "" {
+		if wait != "" {
 			return reconcile.Result{RequeueAfter: targetRetry}, nil // reported; retried at a steady pace
 		}
 		return reconcile.Result{}, err
@@ -128,14 +130,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.observe(ctx, in); err != nil {
 		return reconcile.Result{}, err
 	}
-	hosted := objects.Hosted(d.Prov)
-	if hosted {
+	if b.hosted {
 		withUnit(in, it)
 	}
 	var errs []error
 	switch {
 	case !it.Restart || d.BackingOff(b.now):
-	case hosted:
+	case b.hosted:
 		errs = append(errs, r.restartUnit(ctx, b, in, it))
 	default:
 		errs = append(errs, r.restartPods(ctx, b, in, it.Broken))
