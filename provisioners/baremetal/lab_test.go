@@ -290,10 +290,11 @@ func writeFakeQEMU(t *testing.T, dir string) string {
 	return p
 }
 
-// waitPhase polls Observe until the instance reaches want (10 s at most).
+// waitPhase polls Observe until the instance reaches want (a minute at most: a loaded CI
+// machine starts QEMU slowly).
 func waitPhase(t *testing.T, m *Machine, ref InstanceRef, want Phase) Status {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := m.Observe(context.Background(), ref)
 		if err != nil {
