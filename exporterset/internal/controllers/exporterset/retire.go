@@ -26,34 +26,45 @@ import (
 // itself waits for retireGrace, so it is a later pass's.)
 // why is counted in exporterset_retirements_total.
 func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance, why pool.RetirementReason) error {
-	e := in.Exporter
-	if e.Annotations[pool.AnnotationRetiring] == "" {
-		patched := e.DeepCopy()
-		if patched.Annotations == nil {
-			patched.Annotations = map[string]string{}
-		}
-		patched.Annotations[pool.AnnotationRetiring] = p.now.UTC().Format(time.RFC3339)
-		patched.Spec.Enabled = ptr.To(false)
-		if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				p.requeueIn(conflictRetry) // changed since we looked: decide again soon
-				return nil
-			}
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("disabling %s: %w", e.Name, err)
-		}
-		if r.UseExpectations {
-			r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
-		}
-		p.events.Add(eventlog.Retiring, e.Name, patched)
-		r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
-		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
-		in = &pool.Instance{Exporter: patched, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
+	marked, ok, err := r.markRetiring(ctx, p, in.Exporter, why)
+	if !ok || err != nil {
+		return err
 	}
-	_, err := r.remove(ctx, p, in)
+	in = &pool.Instance{Exporter: marked, Pods: in.Pods, ConfigSecret: in.ConfigSecret, Credential: in.Credential}
+	_, err = r.remove(ctx, p, in)
 	return err
+}
+
+// markRetiring disables e and records when it was retired (pool.AnnotationRetiring), unless
+// it is marked already. ok is false when e changed since it was read (a conflict: decide
+// again soon) or is gone; marked is e as patched.
+func (r *Reconciler) markRetiring(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter, why pool.RetirementReason) (marked *jumpstarterv1alpha1.Exporter, ok bool, err error) {
+	if e.Annotations[pool.AnnotationRetiring] != "" {
+		return e, true, nil
+	}
+	patched := e.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[pool.AnnotationRetiring] = p.now.UTC().Format(time.RFC3339)
+	patched.Spec.Enabled = ptr.To(false)
+	if err := r.client.Patch(ctx, patched, client.MergeFromWithOptions(e, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			p.requeueIn(conflictRetry) // changed since we looked: decide again soon
+			return nil, false, nil
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("disabling %s: %w", e.Name, err)
+	}
+	if r.UseExpectations {
+		r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
+	}
+	p.events.Add(eventlog.Retiring, e.Name, patched)
+	r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
+	r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+	return patched, true, nil
 }
 
 // retireGrace is how long a retired instance stays disabled before it is removed. The lease
@@ -147,6 +158,18 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		// while could wait minutes after the host came back.
 		r.warning(p.set, e, eventlog.ProvisionerError, "Cleanup", "cleaning up %s: %v", e.Name, err)
 		p.requeueIn(externalRetry)
+		if recycled {
+			// The removal is decided but waits for the target's host. Recorded on the
+			// Exporter (retiring, disabled), it outlives the failure it was decided on: a
+			// unit that answers again once its host is back is not working again, and
+			// without the mark the set kept it and scaled down its healthy replacement.
+			why := pool.RetiredReleased
+			if in.Failed() {
+				why = pool.RetiredFailed
+			}
+			_, _, err := r.markRetiring(ctx, p, e, why)
+			return true, false, err
+		}
 		return true, false, nil
 	}
 	if p.class.Spec.ReclaimPolicy == vtv1alpha1.ReclaimRetain {
