@@ -30,6 +30,12 @@ const (
 	// closed under it: Run honours the context only once the command started, and opening a
 	// session on a dead connection would otherwise not return.
 	connRunGrace = 2 * time.Second
+	// connCommandTimeout bounds a command whose context has no deadline (the controller's
+	// passes have none). A host that goes away while a command runs on a kept connection
+	// leaves the command waiting for TCP to give up, a quarter of an hour later, and the
+	// set's worker with it: found when a lab host was cut during a pass. The longest
+	// command, a Stop, waits about 5 s for its processes.
+	connCommandTimeout = 30 * time.Second
 )
 
 // errPoolClosed is returned once the Provisioner is closed.
@@ -132,7 +138,7 @@ type connPool struct {
 	dial DialFunc
 	now  func() time.Time
 	// The durations are fields so that tests can shorten them.
-	idle, pingTimeout, downFor, runGrace time.Duration
+	idle, pingTimeout, downFor, runGrace, commandTimeout time.Duration
 
 	mu      sync.Mutex
 	entries map[connKey]*connEntry
@@ -146,7 +152,8 @@ func newConnPool(dial DialFunc, now func() time.Time) *connPool {
 	return &connPool{
 		dial: dial, now: now,
 		idle: connIdleTimeout, pingTimeout: connPingTimeout, downFor: connDownFor, runGrace: connRunGrace,
-		entries: map[connKey]*connEntry{}, down: map[connKey]downEntry{},
+		commandTimeout: connCommandTimeout,
+		entries:        map[connKey]*connEntry{}, down: map[connKey]downEntry{},
 	}
 }
 
@@ -346,6 +353,11 @@ type lease struct {
 
 // Run implements Runner.
 func (l *lease) Run(ctx context.Context, argv []string, stdin []byte) ([]byte, []byte, error) {
+	if _, ok := ctx.Deadline(); !ok && l.pool.commandTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.pool.commandTimeout)
+		defer cancel()
+	}
 	done := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(l.pool.runGrace)

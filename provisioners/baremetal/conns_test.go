@@ -251,3 +251,20 @@ func TestConnPoolHungRunBoundedByContext(t *testing.T) {
 		t.Errorf("the hung connection was not closed (%d closes)", c)
 	}
 }
+
+// A command whose context has no deadline (as the controller's passes give) is bounded
+// all the same: a host gone while it ran must not hold the caller until TCP gives up.
+func TestConnPoolHungRunBoundedWithoutDeadline(t *testing.T) {
+	f := newPoolFixture(t)
+	f.pool.runGrace = 50 * time.Millisecond
+	f.pool.commandTimeout = 100 * time.Millisecond
+	f.lab.host("lab1").set(func(h *fakeHost) { h.hang = true })
+	t0 := time.Now()
+	err := f.pool.with(context.Background(), f.lab1, "root", f.creds, f.id, func(r Runner) error {
+		_, _, err := r.Run(context.Background(), []string{"sh", "-c", "x", "status", "/srv/es/ns_set/x"}, nil)
+		return err
+	})
+	if !isUnreachable(err) || time.Since(t0) > 3*time.Second {
+		t.Fatalf("a command hung on a dead connection, no deadline given, returned %v after %v, want an unreachable error within the command timeout", err, time.Since(t0))
+	}
+}

@@ -41,7 +41,9 @@
 //     leaves it running).
 //   - conns.go: SSH connections kept across calls per host, user and credentials content,
 //     checked with a keepalive before reuse, dropped when they fail, closed when idle and on
-//     Provisioner.Close; a failed dial is remembered briefly so a dead host costs one timeout.
+//     Provisioner.Close; a failed dial is remembered briefly so a dead host costs one timeout;
+//     a command is bounded (30 s when its caller gives no deadline), so a host lost while
+//     a command runs does not hold the caller until TCP gives up.
 //
 // Hosts need only POSIX sh, coreutils, util-linux's setsid, /proc and the QEMU binary; the
 // user must be able to write under root.
