@@ -3,10 +3,13 @@
 // its own bind-mounted (in the host's mount namespace only) at the lab's HostRoot, so that the
 // hosts share this machine's file system yet each sees only its own instances there.
 //
-// It needs root (ip netns, mounts), iproute2's ip, Debian's openssh-server (/usr/sbin/sshd),
-// openssh-client's ssh-keygen and util-linux's setsid; tests that run QEMU also need
-// qemu-system-x86 (RequireQEMU). Require skips the test cleanly, naming what is missing, when
-// the machine cannot run the lab, and under -short.
+// A host reaches nothing beyond its own link but what RouteTo or ServiceAddress route it to
+// (a service of the root namespace its processes dial, such as a Jumpstarter core).
+//
+// It needs root (ip netns, mounts), iproute2's ip and ss, Debian's openssh-server
+// (/usr/sbin/sshd), openssh-client's ssh-keygen and util-linux's setsid; tests that run QEMU
+// also need qemu-system-x86 (RequireQEMU). Require skips the test cleanly, naming what is
+// missing, when the machine cannot run the lab, and under -short.
 //
 // It is test support only: nothing outside _test.go files and other test machinery may import
 // it (hack/check-prod-deps.sh keeps it out of the controller binary).
@@ -39,6 +42,9 @@ type Host struct {
 	// NS is its network namespace; Veth the host side of its link, inside NS: setting it
 	// down cuts the host off (Cut).
 	NS, Veth string
+	// Gateway is the root namespace's side of its link (10.231.X.1): the next hop of the
+	// routes RouteTo adds.
+	Gateway string
 	// RootDir is what the host sees at Lab.HostRoot, as this process sees it.
 	RootDir string
 	// HostKey is the public line of the host's key, for known_hosts.
@@ -57,7 +63,15 @@ type Lab struct {
 	Dir string
 	// HostRoot is the directory each host sees as its own: the root to give a provisioner.
 	HostRoot string
+
+	// routed are the root namespace's addresses every host has a route to (RouteTo): a
+	// link set down loses its routes, so Restore adds them again.
+	routed []string
 }
+
+// LinkPattern matches, as an iptables interface name (-i), the root namespace's side of
+// every lab host's link: a firewall rule that accepts it admits the lab hosts only.
+const LinkPattern = "bm+"
 
 // Require skips t unless the machine can run a lab: root, ip, sshd, ssh-keygen, setsid, and
 // not -short.
@@ -174,7 +188,18 @@ func (l *Lab) startHost(t testing.TB, authorized string, i int) Host {
 	tag := fmt.Sprintf("bm%d%d", os.Getpid()%100000, seq)
 	ns, vethRoot, vethNS := tag+"ns", tag+"r", tag+"n"
 	Run(t, "ip", "netns", "add", ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	t.Cleanup(func() {
+		// sshd's per-connection processes outlive its listener, and one whose client went
+		// silent (the host cut when the test ended) waits forever, keeping the netns alive.
+		if out, err := exec.Command("ip", "netns", "pids", ns).Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		_ = exec.Command("ip", "netns", "del", ns).Run()
+	})
 	Run(t, "ip", "link", "add", vethRoot, "type", "veth", "peer", "name", vethNS)
 	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", vethRoot).Run() })
 	Run(t, "ip", "link", "set", vethNS, "netns", ns)
@@ -235,7 +260,7 @@ func (l *Lab) startHost(t testing.TB, authorized string, i int) Host {
 			t.Logf("sshd of %s:\n%s", name, logs.String())
 		}
 	})
-	h := Host{Name: name, Address: nsAddr, Port: 22, NS: ns, Veth: vethNS, RootDir: rootDir, HostKey: hostPub}
+	h := Host{Name: name, Address: nsAddr, Port: 22, NS: ns, Veth: vethNS, Gateway: rootAddr, RootDir: rootDir, HostKey: hostPub}
 	if err := waitTCP(h, 10*time.Second, done); err != nil {
 		t.Fatalf("sshd of %s: %v\n%s", name, err, logs.String())
 	}
@@ -303,12 +328,16 @@ func (l *Lab) Cut(t testing.TB, i int) {
 	Run(t, "ip", "netns", "exec", h.NS, "ip", "link", "set", h.Veth, "down")
 }
 
-// Restore brings host i's link back up and waits (15 s at most) until it accepts TCP again:
-// the neighbour entry of a host that was cut off must be resolved anew first.
+// Restore brings host i's link back up, routes it again to RouteTo's addresses (a link set
+// down loses its routes) and waits (15 s at most) until it accepts TCP again: the neighbour
+// entry of a host that was cut off must be resolved anew first.
 func (l *Lab) Restore(t testing.TB, i int) {
 	t.Helper()
 	h := l.Hosts[i]
 	Run(t, "ip", "netns", "exec", h.NS, "ip", "link", "set", h.Veth, "up")
+	for _, addr := range l.routed {
+		l.route(t, h, addr)
+	}
 	if err := waitTCP(h, 15*time.Second, nil); err != nil {
 		t.Fatalf("%s does not answer again: %v", h.Name, err)
 	}
@@ -342,4 +371,70 @@ func (l *Lab) KillInstances() {
 			}
 		}
 	}
+}
+
+// ServiceAddress gives the root network namespace an address of its own that every host
+// reaches (RouteTo), for a service the hosts' processes dial (a Jumpstarter core's gRPC
+// port), and returns it. It sits on a veth pair of its own rather than on a host's link:
+// cutting that host (Cut) then takes no other host's way to it. A veth pair rather than a
+// dummy interface, which needs a kernel module that containers often lack. Both are removed
+// at the end of the test.
+func (l *Lab) ServiceAddress(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("ip addr show: %v", err)
+	}
+	seq := int(started.Add(1))
+	addr := ""
+	for k := range 250 {
+		// 10.232.X.1 is outside every host's 10.231.X.0/30; starting from the pid keeps
+		// concurrent test processes apart, the check above from addresses in use.
+		if a := fmt.Sprintf("10.232.%d.1", (os.Getpid()+seq+k)%250); !bytes.Contains(out, []byte(" "+a+"/")) {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("no free 10.232.X.1 address")
+	}
+	tag := fmt.Sprintf("bm%d%ds", os.Getpid()%100000, seq)
+	Run(t, "ip", "link", "add", tag+"a", "type", "veth", "peer", "name", tag+"b")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "del", tag+"a").Run() })
+	Run(t, "ip", "addr", "add", addr+"/32", "dev", tag+"a")
+	Run(t, "ip", "link", "set", tag+"a", "up")
+	Run(t, "ip", "link", "set", tag+"b", "up")
+	l.RouteTo(t, addr)
+	return addr
+}
+
+// RouteTo routes every host to addr, an address of the root network namespace, through its
+// own link (a host's netns otherwise knows only its /30); Restore routes a host again.
+func (l *Lab) RouteTo(t testing.TB, addr string) {
+	t.Helper()
+	l.routed = append(l.routed, addr)
+	for _, h := range l.Hosts {
+		l.route(t, h, addr)
+	}
+}
+
+// route adds (or replaces) h's route to addr via its gateway.
+func (l *Lab) route(t testing.TB, h Host, addr string) {
+	t.Helper()
+	Run(t, "ip", "netns", "exec", h.NS, "ip", "route", "replace", addr+"/32", "via", h.Gateway, "dev", h.Veth)
+}
+
+// AbortConnections aborts every TCP connection of the root network namespace to host i's
+// sshd (ss -K), as the kernel does by itself once TCP's retransmissions to a host that went
+// silent give up (net.ipv4.tcp_retries2, about 15 minutes): for a test that must not wait
+// that long for a client whose command was in flight when the host was cut. It returns the
+// connections it aborted.
+func (l *Lab) AbortConnections(t testing.TB, i int) string {
+	t.Helper()
+	h := l.Hosts[i]
+	out, err := exec.Command("ss", "-K", "-t", "dst", h.Address, "dport", "=", strconv.Itoa(h.Port)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ss -K: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -67,6 +67,8 @@ type Core struct {
 	certs *certs
 	cmd   *exec.Cmd
 	done  chan struct{}
+	// lock is the machine-wide lock held from Start to Stop (acquireLock).
+	lock *os.File
 	// Log is the path of the controller's log; every start appends to it.
 	Log string
 	// ProbeRefusals counts the readiness probe's calls refused "authenticator not
@@ -91,12 +93,23 @@ func (c *Core) Endpoint() string { return net.JoinHostPort(c.opts.Host, fmt.Spri
 func (c *Core) CAPEM() []byte { return c.certs.caPEM }
 
 // Start makes the certificates, writes the controller's ConfigMap and starts it; it returns
-// once the gRPC port answers TLS with the tier's certificate.
-func Start(ctx context.Context, cl client.Client, o Options) (*Core, error) {
+// once the gRPC port answers TLS with the tier's certificate. It first waits for any other
+// Core on the machine, in this process or another, to be stopped (one at a time: the ports
+// are fixed).
+func Start(ctx context.Context, cl client.Client, o Options) (_ *Core, err error) {
 	ip := net.ParseIP(o.Host)
 	if ip == nil {
 		return nil, fmt.Errorf("host %q is not an IP address", o.Host)
 	}
+	lock, err := acquireLock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 	cs, err := newCerts([]net.IP{ip, net.ParseIP("127.0.0.1")})
 	if err != nil {
 		return nil, err
@@ -117,8 +130,12 @@ func Start(ctx context.Context, cl client.Client, o Options) (*Core, error) {
 			return nil, err
 		}
 	}
-	c := &Core{opts: o, certs: cs, Log: filepath.Join(o.Dir, "jumpstarter-controller.log")}
+	c := &Core{opts: o, certs: cs, lock: lock, Log: filepath.Join(o.Dir, "jumpstarter-controller.log")}
 	if err := c.Restart(); err != nil {
+		c.signal(syscall.SIGKILL, 0)
+		if o.Bridge != "" {
+			closeFirewall(o.Bridge)
+		}
 		return nil, err
 	}
 	return c, nil
@@ -277,12 +294,16 @@ func (c *Core) Kill() {
 	c.signal(syscall.SIGKILL, 0)
 }
 
-// Stop ends the process with SIGTERM, then SIGKILL after 10 s, and removes the firewall
-// rules.
+// Stop ends the process with SIGTERM, then SIGKILL after 10 s, removes the firewall rules
+// and lets the next Core on the machine start.
 func (c *Core) Stop() {
 	c.signal(syscall.SIGTERM, 10*time.Second)
 	if c != nil && c.opts.Bridge != "" {
 		closeFirewall(c.opts.Bridge)
+	}
+	if c != nil && c.lock != nil {
+		c.lock.Close()
+		c.lock = nil
 	}
 }
 
