@@ -243,8 +243,15 @@ func (l *Lab) startHost(t testing.TB, authorized string, i int) Host {
 	}
 	var logs testproc.Buffer
 	// `ip netns exec` runs sshd in a mount namespace of its own whose mounts do not propagate
-	// back, so the bind mount is seen by this host's sessions (and what they start) only.
-	cmd := exec.Command("ip", "netns", "exec", ns, "sh", "-c", `mount --bind "$1" "$2" && exec /usr/sbin/sshd -D -e -f "$3"`,
+	// back, so the bind mounts are seen by this host's sessions (and what they start) only.
+	// The second hides root's ~/.bashrc, which bash runs for every command sshd starts: this
+	// machine's (pyenv init, a rehash under a lock file) cost each command 1.5 s, and a session
+	// killed during it left the lock behind, which made every later command wait 60 s for it.
+	// The machine's shell start-up is not what the lab tests.
+	cmd := exec.Command("ip", "netns", "exec", ns, "sh", "-c", `mount --bind "$1" "$2" &&
+		home=$(getent passwd root | cut -d: -f6) &&
+		{ [ ! -f "$home/.bashrc" ] || mount --bind /dev/null "$home/.bashrc"; } &&
+		exec /usr/sbin/sshd -D -e -f "$3"`,
 		"sh", rootDir, l.HostRoot, cfg)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
