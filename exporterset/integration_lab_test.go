@@ -2,7 +2,6 @@ package exporterset_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,19 +71,7 @@ func newLabWorld(t *testing.T, slots ...int) *labWorld {
 	lw := &labWorld{world: w, lab: lab, slots: slots, prov: baremetal.New(), maxSeen: make([]int, len(slots))}
 	t.Cleanup(func() { _ = lw.prov.Close() })
 
-	var hosts []map[string]any
-	for i, h := range lab.Hosts {
-		hosts = append(hosts, map[string]any{"name": h.Name, "address": h.Address, "port": h.Port, "arch": "x86_64", "slots": slots[i]})
-	}
-	params, err := json.Marshal(map[string]any{
-		"hosts":    hosts,
-		"root":     lab.HostRoot,
-		"runtime":  map[string]any{"binary": qemu, "kvm": false, "extraArgs": []string{"-machine", "none"}},
-		"exporter": map[string]any{"command": labExporterCommand},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	params := lab.ClassParameters(t, slots, qemu, labExporterCommand)
 	w.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: labSecret},
 		Data: map[string][]byte{baremetal.SecretKeyPrivateKey: lab.ClientKey, baremetal.SecretKeyKnownHosts: lab.KnownHosts()}})
 	w.class("lab", func(c *vtv1alpha1.VirtualTargetClass) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -113,20 +112,8 @@ func lastLines(l []string, n int) []string {
 // it whose buffer is minAvail, in ns.
 func labPool(t *testing.T, e *testenv.Env, ns string, lab *labhost.Lab, slots []int, qemu, jmp string, minAvail, maxR int32) *vtv1alpha1.ExporterSet {
 	t.Helper()
-	var hosts []map[string]any
-	for i, h := range lab.Hosts {
-		hosts = append(hosts, map[string]any{"name": h.Name, "address": h.Address, "port": h.Port, "arch": "x86_64", "slots": slots[i]})
-	}
-	params, err := json.Marshal(map[string]any{
-		"hosts":   hosts,
-		"root":    lab.HostRoot,
-		"runtime": map[string]any{"binary": qemu, "kvm": false, "extraArgs": []string{"-machine", "none"}},
-		// The provisioner appends the config's path.
-		"exporter": map[string]any{"command": []string{jmp, "run", "--exporter-config"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The provisioner appends the config's path to jmp's command.
+	params := lab.ClassParameters(t, slots, qemu, []string{jmp, "run", "--exporter-config"})
 	labels := map[string]string{"board": "lab-realcore"}
 	objs := []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "lab-ssh", Namespace: ns},

@@ -17,6 +17,7 @@ package labhost
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -444,4 +445,26 @@ func (l *Lab) AbortConnections(t testing.TB, i int) string {
 		t.Fatalf("ss -K: %v\n%s", err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// ClassParameters returns the parameters of a qemu-baremetal class over the lab's hosts (host
+// i with slots[i], arch x86_64) and HostRoot: QEMU at qemu with `-machine none` under TCG (no
+// KVM here), and exporter as the exporter's command (the provisioner appends the config's
+// path). It is JSON, as a class's spec.parameters holds it.
+func (l *Lab) ClassParameters(t testing.TB, slots []int, qemu string, exporter []string) []byte {
+	t.Helper()
+	var hosts []map[string]any
+	for i, h := range l.Hosts {
+		hosts = append(hosts, map[string]any{"name": h.Name, "address": h.Address, "port": h.Port, "arch": "x86_64", "slots": slots[i]})
+	}
+	params, err := json.Marshal(map[string]any{
+		"hosts":    hosts,
+		"root":     l.HostRoot,
+		"runtime":  map[string]any{"binary": qemu, "kvm": false, "extraArgs": []string{"-machine", "none"}},
+		"exporter": map[string]any{"command": exporter},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return params
 }
