@@ -379,7 +379,14 @@ func qmpGreets(t *testing.T, sock string) {
 		t.Fatal(err)
 	}
 	defer os.Remove(link)
-	c, err := net.DialTimeout("unix", filepath.Join(link, filepath.Base(sock)), 5*time.Second)
+	// Running says the process is up, not that QEMU has made its socket yet: wait for it.
+	var c net.Conn
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err = net.DialTimeout("unix", filepath.Join(link, filepath.Base(sock)), 5*time.Second); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("QMP socket: %v", err)
 	}
