@@ -37,7 +37,8 @@ func (r *Reconciler) retire(ctx context.Context, p *pass, in *pool.Instance, why
 
 // markRetiring disables e and records when it was retired (pool.AnnotationRetiring), unless
 // it is marked already. ok is false when e changed since it was read (a conflict: decide
-// again soon) or is gone; marked is e as patched.
+// again soon) or is gone; marked is e as patched. An empty why marks without the Retiring
+// event and counts: the removal is counted as a recycle.
 func (r *Reconciler) markRetiring(ctx context.Context, p *pass, e *jumpstarterv1alpha1.Exporter, why pool.RetirementReason) (marked *jumpstarterv1alpha1.Exporter, ok bool, err error) {
 	if e.Annotations[pool.AnnotationRetiring] != "" {
 		return e, true, nil
@@ -61,9 +62,11 @@ func (r *Reconciler) markRetiring(ctx context.Context, p *pass, e *jumpstarterv1
 	if r.UseExpectations {
 		r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 	}
-	p.events.Add(eventlog.Retiring, e.Name, patched)
-	r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
-	r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+	if why != "" {
+		p.events.Add(eventlog.Retiring, e.Name, patched)
+		r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
+		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+	}
 	return patched, true, nil
 }
 
@@ -147,6 +150,16 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 		if fresh, err := r.freshPod(ctx, e); err != nil || fresh {
 			return true, false, err
 		}
+	}
+	if recycled && objects.Hosted(p.prov) {
+		// The clean-up removes the unit, which the set reads as this instance's Pod: were the
+		// delete below to conflict, the next pass would see an instance with no Pod and start
+		// a unit for it again. Marked retiring first, the removal outlives such a conflict.
+		marked, ok, err := r.markRetiring(ctx, p, e, "")
+		if err != nil || !ok {
+			return ok, false, err
+		}
+		e = marked
 	}
 	req, err := r.cleanupRequest(ctx, p)
 	if err != nil {
