@@ -63,11 +63,24 @@ func (r *Reconciler) markRetiring(ctx context.Context, p *pass, e *jumpstarterv1
 		r.expectations.expectRetiring(keyOf(p.set), p.now, e.Name)
 	}
 	if why != "" {
-		p.events.Add(eventlog.Retiring, e.Name, patched)
-		r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
-		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+		r.countRetiring(p, patched, why)
 	}
 	return patched, true, nil
+}
+
+// countRetiring reports e marked retiring: the Retiring event and the counts.
+func (r *Reconciler) countRetiring(p *pass, e *jumpstarterv1alpha1.Exporter, why pool.RetirementReason) {
+	p.events.Add(eventlog.Retiring, e.Name, e)
+	r.Metrics.CountRetired(p.set.Namespace, p.set.Name, 1)
+	r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+}
+
+// recycleReason is why an instance removed after its exporter stopped is counted retired.
+func recycleReason(in *pool.Instance) pool.RetirementReason {
+	if in.Failed() {
+		return pool.RetiredFailed // its exporter failed rather than exiting after a lease
+	}
+	return pool.RetiredReleased
 }
 
 // retireGrace is how long a retired instance stays disabled before it is removed. The lease
@@ -176,11 +189,12 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 			// Exporter (retiring, disabled), it outlives the failure it was decided on: a
 			// unit that answers again once its host is back is not working again, and
 			// without the mark the set kept it and scaled down its healthy replacement.
-			why := pool.RetiredReleased
-			if in.Failed() {
-				why = pool.RetiredFailed
+			// A later pass removes it as a retirement, so it is counted as one now.
+			if objects.Hosted(p.prov) {
+				r.countRetiring(p, e, recycleReason(in)) // marked above, before the clean-up
+				return true, false, nil
 			}
-			_, _, err := r.markRetiring(ctx, p, e, why)
+			_, _, err := r.markRetiring(ctx, p, e, recycleReason(in))
 			return true, false, err
 		}
 		return true, false, nil
@@ -208,11 +222,7 @@ func (r *Reconciler) deleteUnleased(ctx context.Context, p *pass, in *pool.Insta
 	if recycled {
 		p.events.Add(eventlog.Recycled, e.Name, e)
 		r.Metrics.CountRecycled(p.set.Namespace, p.set.Name, 1)
-		why := pool.RetiredReleased
-		if in.Failed() {
-			why = pool.RetiredFailed // its exporter failed rather than exiting after a lease
-		}
-		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(why))
+		r.Metrics.CountRetirement(p.set.Namespace, p.set.Name, string(recycleReason(in)))
 	} else {
 		p.events.Add(eventlog.Retired, e.Name, e)
 		if in.Quarantined() && !in.Retiring() {
